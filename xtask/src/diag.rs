@@ -1,0 +1,275 @@
+//! Gates, rules, diagnostics and how a report is printed (xtask spec §3).
+
+use std::io::{self, Write};
+
+use serde_json::json;
+
+/// A named family of rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Gate {
+    /// The crate graph (§14).
+    Deps,
+    /// Crate-root documentation and role lines (§14).
+    CrateDocs,
+}
+
+impl Gate {
+    /// The gate's id as printed.
+    pub fn id(self) -> &'static str {
+        match self {
+            Gate::Deps => "deps",
+            Gate::CrateDocs => "crate-docs",
+        }
+    }
+}
+
+macro_rules! rules {
+    ($($variant:ident => ($gate:ident, $id:literal),)*) => {
+        /// One rule of one gate; its id is `gate/rule` (xtask spec §17).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Rule {
+            $(
+                #[doc = concat!("`", $id, "`")]
+                $variant,
+            )*
+        }
+
+        impl Rule {
+            /// Every rule, in catalogue order.
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant),*];
+
+            /// The gate the rule belongs to.
+            pub fn gate(self) -> Gate {
+                match self {
+                    $(Rule::$variant => Gate::$gate,)*
+                }
+            }
+
+            /// The full rule id, `gate/rule`.
+            pub fn id(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => $id,)*
+                }
+            }
+        }
+    };
+}
+
+rules! {
+    DepsUnclassified => (Deps, "deps/unclassified"),
+    DepsUnknownCrate => (Deps, "deps/unknown-crate"),
+    DepsDefinition => (Deps, "deps/definition"),
+    DepsLayer => (Deps, "deps/layer"),
+    DepsProvider => (Deps, "deps/provider"),
+    DepsConsumer => (Deps, "deps/consumer"),
+    DepsRoot => (Deps, "deps/root"),
+    DepsDevEdge => (Deps, "deps/dev-edge"),
+    DepsRestricted => (Deps, "deps/restricted"),
+    CrateDocsMissing => (CrateDocs, "crate-docs/missing"),
+    CrateDocsRole => (CrateDocs, "crate-docs/role"),
+}
+
+/// One violation of one rule.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Diagnostic {
+    /// Root-relative path with `/`; a directory ends in `/`.
+    pub path: String,
+    /// 1-based line, absent when no single line is responsible.
+    pub line: Option<u32>,
+    /// The rule violated.
+    pub rule: Rule,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// A diagnostic of `rule` on `path`.
+    pub fn new(rule: Rule, path: impl Into<String>, line: Option<u32>, message: String) -> Self {
+        Diagnostic {
+            rule,
+            path: path.into(),
+            line,
+            message,
+        }
+    }
+
+    /// The sort key of OUT-02: path bytes, absent line first, rule id, message.
+    fn key(&self) -> (&[u8], Option<u32>, &str, &str) {
+        (
+            self.path.as_bytes(),
+            self.line,
+            self.rule.id(),
+            &self.message,
+        )
+    }
+
+    /// `path[:line]: gate/rule: message`.
+    pub fn human(&self) -> String {
+        match self.line {
+            Some(line) => format!("{}:{line}: {}: {}", self.path, self.rule.id(), self.message),
+            None => format!("{}: {}: {}", self.path, self.rule.id(), self.message),
+        }
+    }
+}
+
+/// What one gate looked at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateSummary {
+    /// The gate.
+    pub gate: Gate,
+    /// How many files it checked.
+    pub checked: usize,
+    /// How many diagnostics it produced.
+    pub violations: usize,
+}
+
+/// The verdict of one or more gates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Every diagnostic, sorted and deduplicated by [`Report::finish`].
+    pub diagnostics: Vec<Diagnostic>,
+    /// One summary per gate that ran, in run order.
+    pub summaries: Vec<GateSummary>,
+}
+
+impl Report {
+    /// Adds a gate's findings and its summary.
+    pub fn add_gate(&mut self, gate: Gate, checked: usize, diagnostics: Vec<Diagnostic>) {
+        let mut diagnostics = diagnostics;
+        diagnostics.sort_by(|a, b| a.key().cmp(&b.key()));
+        diagnostics.dedup();
+        self.summaries.push(GateSummary {
+            gate,
+            checked,
+            violations: diagnostics.len(),
+        });
+        self.diagnostics.extend(diagnostics);
+        self.finish();
+    }
+
+    /// Sorts per OUT-02 and removes duplicates, so the order never depends on walk order.
+    pub fn finish(&mut self) {
+        self.diagnostics.sort_by(|a, b| a.key().cmp(&b.key()));
+        self.diagnostics.dedup();
+    }
+
+    /// True when no gate found anything.
+    pub fn is_clean(&self) -> bool {
+        self.diagnostics.is_empty()
+    }
+}
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Lines on stderr for people.
+    #[default]
+    Human,
+    /// One JSON object per line on stdout for machines.
+    Json,
+}
+
+/// Prints reports and notes in the chosen format (OUT-01..OUT-04).
+pub struct Printer<'a> {
+    /// The chosen format.
+    pub format: Format,
+    /// Suppresses summaries and notes, never diagnostics.
+    pub quiet: bool,
+    /// Standard output.
+    pub out: &'a mut dyn Write,
+    /// Standard error.
+    pub err: &'a mut dyn Write,
+}
+
+impl Printer<'_> {
+    /// Prints the diagnostics, then one summary per gate.
+    pub fn report(&mut self, report: &Report) -> io::Result<()> {
+        for d in &report.diagnostics {
+            match self.format {
+                Format::Human => writeln!(self.err, "{}", d.human())?,
+                Format::Json => self.json(json!({
+                    "type": "diagnostic",
+                    "gate": d.rule.gate().id(),
+                    "rule": d.rule.id(),
+                    "path": d.path,
+                    "line": d.line,
+                    "message": d.message,
+                }))?,
+            }
+        }
+        for s in &report.summaries {
+            match self.format {
+                Format::Human if !self.quiet => writeln!(
+                    self.err,
+                    "{}: {} file(s) checked, {} violation(s)",
+                    s.gate.id(),
+                    s.checked,
+                    s.violations
+                )?,
+                Format::Human => {}
+                Format::Json => self.json(json!({
+                    "type": "summary",
+                    "gate": s.gate.id(),
+                    "checked": s.checked,
+                    "violations": s.violations,
+                }))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A human note on stderr (suppressed by `-q`).
+    pub fn note(&mut self, text: &str) -> io::Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        writeln!(self.err, "{text}")
+    }
+
+    /// One JSON object on its own stdout line.
+    pub fn json(&mut self, value: serde_json::Value) -> io::Result<()> {
+        writeln!(self.out, "{value}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_ids_name_their_gate() {
+        for rule in Rule::ALL {
+            let (gate, name) = rule.id().split_once('/').unwrap();
+            assert_eq!(gate, rule.gate().id());
+            assert!(!name.is_empty());
+        }
+    }
+
+    #[test]
+    fn report_sorts_by_path_then_absent_line_then_rule_and_dedups() {
+        let mut report = Report::default();
+        let d = |path: &str, line, rule| Diagnostic::new(rule, path, line, "m".into());
+        report.add_gate(
+            Gate::Deps,
+            3,
+            vec![
+                d("b/Cargo.toml", Some(2), Rule::DepsRoot),
+                d("a/Cargo.toml", Some(9), Rule::DepsProvider),
+                d("a/Cargo.toml", None, Rule::DepsUnclassified),
+                d("a/Cargo.toml", Some(9), Rule::DepsConsumer),
+                d("b/Cargo.toml", Some(2), Rule::DepsRoot),
+            ],
+        );
+        let lines: Vec<String> = report.diagnostics.iter().map(Diagnostic::human).collect();
+        assert_eq!(
+            lines,
+            [
+                "a/Cargo.toml: deps/unclassified: m",
+                "a/Cargo.toml:9: deps/consumer: m",
+                "a/Cargo.toml:9: deps/provider: m",
+                "b/Cargo.toml:2: deps/root: m",
+            ]
+        );
+        assert_eq!(report.summaries[0].violations, 4);
+    }
+}
