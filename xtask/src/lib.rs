@@ -133,6 +133,12 @@ pub fn run_with(
                 }
                 _ => {
                     let _ = write!(err, "{text}");
+                    // Some clap errors (a bad flag value) omit the usage; a usage error always
+                    // shows it.
+                    if !text.contains("Usage:") {
+                        use clap::CommandFactory;
+                        let _ = writeln!(err, "\n{}", Cli::command().render_usage());
+                    }
                     2
                 }
             };

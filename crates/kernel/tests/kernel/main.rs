@@ -1,5 +1,7 @@
 //! The kernel's integration suite: one test binary, one module per concept.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod events;
 mod plugins;
 mod reload;

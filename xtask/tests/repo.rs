@@ -1,0 +1,151 @@
+//! The real repository passes its own gates and carries the files the xtask spec requires
+//! (T-REPO-*). `ci` is never run here: its `test` step would recurse.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+
+use support::{diagnostics, repo_root, run};
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// T-REPO-01: the `cargo xtask` alias.
+#[test]
+fn cargo_config_defines_the_xtask_alias() {
+    let config: toml::Table = toml::from_str(&read(".cargo/config.toml")).unwrap();
+    assert_eq!(
+        config["alias"]["xtask"].as_str(),
+        Some("run --package xtask --")
+    );
+}
+
+fn metadata() -> serde_json::Value {
+    let out = std::process::Command::new(support::cargo())
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--manifest-path",
+        ])
+        .arg(repo_root().join("Cargo.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// T-REPO-02: xtask links no workspace crate, no async runtime and no YAML library.
+#[test]
+fn xtask_depends_on_no_member_runtime_or_yaml() {
+    let meta = metadata();
+    let packages = meta["packages"].as_array().unwrap();
+    let members: Vec<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let xtask = packages.iter().find(|p| p["name"] == "xtask").unwrap();
+    for dep in xtask["dependencies"].as_array().unwrap() {
+        let name = dep["name"].as_str().unwrap();
+        assert!(!members.contains(&name), "xtask depends on member {name}");
+        assert!(!["tokio", "async-std", "smol"].contains(&name), "{name}");
+        assert!(!name.contains("yaml"), "{name}");
+    }
+}
+
+/// T-REPO-03: `.ci/run` only changes to the root and hands over to `cargo xtask ci`, and the
+/// README gives that command.
+#[test]
+fn ci_entry_point_and_readme() {
+    let path = repo_root().join(".ci/run");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert!(mode & 0o111 != 0, ".ci/run is not executable");
+    let script = read(".ci/run");
+    assert!(script.starts_with("#!/bin/sh\n"));
+    let commands: Vec<&str> = script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(commands.last(), Some(&"exec cargo xtask ci \"$@\""));
+    assert!(
+        commands.iter().any(|c| c.starts_with("cd ")),
+        "changes to the root first"
+    );
+
+    let readme = read("README.md");
+    let mut in_fence = false;
+    let mut found = false;
+    for line in readme.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        } else if in_fence && line.contains("cargo xtask ci") {
+            found = true;
+        }
+    }
+    assert!(found, "README.md gives `cargo xtask ci` in a code block");
+}
+
+/// T-REPO-04 (crate-graph part): the repository passes `deps` with nothing to report.
+#[test]
+fn the_repository_passes_deps() {
+    let out = run(&repo_root(), &["deps"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(diagnostics(&out.stderr).is_empty(), "{}", out.stderr);
+}
+
+/// T-REPO-05: line endings and generated files are declared.
+#[test]
+fn gitattributes_declares_line_endings_and_generated_files() {
+    let attributes = read(".gitattributes");
+    for line in [
+        "*.md text eol=lf",
+        "*.i18n.yaml text eol=lf",
+        "docs/rfc/INDEX.md linguist-generated=true",
+        "xtask/tests/fixtures/** -text",
+    ] {
+        assert!(attributes.lines().any(|l| l == line), "missing {line:?}");
+    }
+}
+
+/// T-REPO-06: the roles table is the spec's, so reclassifying a crate is a visible change.
+#[test]
+fn the_roles_table_is_pinned() {
+    let meta = metadata();
+    let roles = &meta["metadata"]["dsh"]["roles"];
+    let expected = [
+        ("dsh-kernel", "definition", Some(0)),
+        ("dsh-session", "definition", Some(1)),
+        ("dsh-llm", "definition", Some(1)),
+        ("dsh-shell", "definition", Some(1)),
+        ("dsh-tools", "definition", Some(2)),
+        ("dsh-agent", "definition", Some(3)),
+        ("dsh-session-jsonl", "provider", None),
+        ("dsh-llm-openai", "provider", None),
+        ("dsh-llm-replay", "provider", None),
+        ("dsh-agent-loop", "provider", None),
+        ("dsh-shell-local", "provider", None),
+        ("dsh-tool-bash", "consumer", None),
+        ("dsh-acp", "consumer", None),
+        ("dsh", "root", None),
+        ("dsh-test-support", "support", None),
+        ("xtask", "support", None),
+    ];
+    for (name, role, layer) in expected {
+        assert_eq!(roles[name]["role"], role, "{name}");
+        assert_eq!(roles[name]["layer"].as_i64(), layer, "{name}");
+    }
+    for package in meta["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        if !expected.iter().any(|(n, _, _)| *n == name) {
+            assert_eq!(
+                roles[name]["role"], "support",
+                "{name} is not a brief crate"
+            );
+        }
+    }
+}
