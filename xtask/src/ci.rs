@@ -15,6 +15,8 @@ use crate::repo::Repo;
 enum Step {
     /// A cargo command run from the root.
     Cargo(&'static str, &'static [&'static str]),
+    /// The documentation gates, in process (no `--fix`).
+    Docs,
     /// The crate-graph and crate-docs gates, in process.
     Deps,
 }
@@ -23,12 +25,13 @@ impl Step {
     fn name(&self) -> &'static str {
         match self {
             Step::Cargo(name, _) => name,
+            Step::Docs => "docs",
             Step::Deps => "deps",
         }
     }
 }
 
-/// The steps, in order. The documentation gates join as the `docs` step when they land.
+/// The steps, in order (CI-01).
 const STEPS: &[Step] = &[
     Step::Cargo("fmt", &["fmt", "--all", "--", "--check"]),
     Step::Cargo(
@@ -44,6 +47,7 @@ const STEPS: &[Step] = &[
         ],
     ),
     Step::Cargo("test", &["test", "--workspace", "--locked"]),
+    Step::Docs,
     Step::Deps,
 ];
 
@@ -79,20 +83,11 @@ pub fn run(repo: &Repo, cargo: &OsStr, fail_fast: bool, printer: &mut Printer) -
         let started = Instant::now();
         let status = match step {
             Step::Cargo(_, args) => run_cargo(repo, cargo, args, printer),
-            Step::Deps => match crate::deps_check(repo, cargo) {
-                Ok(report) => {
-                    let _ = printer.report(&report);
-                    if report.is_clean() {
-                        Status::Ok
-                    } else {
-                        Status::Failed
-                    }
-                }
-                Err(err) => {
-                    let _ = writeln!(printer.err, "error: {err}");
-                    Status::Broken
-                }
-            },
+            Step::Docs => gate_step(
+                printer,
+                crate::docs_check(repo, &crate::DocsOptions::default()),
+            ),
+            Step::Deps => gate_step(printer, crate::deps_check(repo, cargo)),
         };
         results.push((step.name(), status, started.elapsed().as_secs_f64()));
         stop = fail_fast && status != Status::Ok;
@@ -124,6 +119,24 @@ pub fn run(repo: &Repo, cargo: &OsStr, fail_fast: bool, printer: &mut Printer) -
         1
     } else {
         0
+    }
+}
+
+/// Prints an in-process gate's verdict and turns it into a step status.
+fn gate_step(printer: &mut Printer, result: Result<crate::Report, XtaskError>) -> Status {
+    match result {
+        Ok(report) => {
+            let _ = printer.report(&report);
+            if report.is_clean() {
+                Status::Ok
+            } else {
+                Status::Failed
+            }
+        }
+        Err(err) => {
+            let _ = writeln!(printer.err, "error: {err}");
+            Status::Broken
+        }
     }
 }
 

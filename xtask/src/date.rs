@@ -66,6 +66,15 @@ impl Date {
         Date::from_days((secs + 14 * 3600).div_euclid(86_400))
     }
 
+    /// Today in UTC (the default date of a new RFC).
+    pub fn utc_today() -> Date {
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        Date::from_days(secs.div_euclid(86_400))
+    }
+
     /// The date `days` days after 1970-01-01 (Howard Hinnant's civil-from-days).
     pub fn from_days(days: i64) -> Date {
         let z = days + 719_468;

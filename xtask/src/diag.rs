@@ -4,9 +4,27 @@ use std::io::{self, Write};
 
 use serde_json::json;
 
-/// A named family of rules.
+/// A named family of rules, in the order `docs check` runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Gate {
+    /// Files every other gate can read (§4).
+    Files,
+    /// RFC placement and naming (§5).
+    RfcTree,
+    /// The RFC file format (§6).
+    RfcFormat,
+    /// The generated RFC index (§7).
+    RfcIndex,
+    /// Bilingual pairs (§9).
+    I18n,
+    /// Markdown links (§10).
+    MdLinks,
+    /// Hard-wrapped paragraphs (§11).
+    MdWrap,
+    /// Document references in source files (§12).
+    DocRefs,
+    /// Word budgets (§13).
+    DocBudgets,
     /// The crate graph (§14).
     Deps,
     /// Crate-root documentation and role lines (§14).
@@ -14,12 +32,39 @@ pub enum Gate {
 }
 
 impl Gate {
+    /// The documentation gates, in run order.
+    pub const DOCS: [Gate; 9] = [
+        Gate::Files,
+        Gate::RfcTree,
+        Gate::RfcFormat,
+        Gate::RfcIndex,
+        Gate::I18n,
+        Gate::MdLinks,
+        Gate::MdWrap,
+        Gate::DocRefs,
+        Gate::DocBudgets,
+    ];
+
     /// The gate's id as printed.
     pub fn id(self) -> &'static str {
         match self {
+            Gate::Files => "files",
+            Gate::RfcTree => "rfc-tree",
+            Gate::RfcFormat => "rfc-format",
+            Gate::RfcIndex => "rfc-index",
+            Gate::I18n => "i18n",
+            Gate::MdLinks => "md-links",
+            Gate::MdWrap => "md-wrap",
+            Gate::DocRefs => "doc-refs",
+            Gate::DocBudgets => "doc-budgets",
             Gate::Deps => "deps",
             Gate::CrateDocs => "crate-docs",
         }
+    }
+
+    /// The documentation gate with this id.
+    pub fn parse_docs(id: &str) -> Option<Gate> {
+        Gate::DOCS.into_iter().find(|g| g.id() == id)
     }
 }
 
@@ -56,6 +101,51 @@ macro_rules! rules {
 }
 
 rules! {
+    FilesNotUtf8 => (Files, "files/not-utf8"),
+    TreeUnknownLifecycle => (RfcTree, "rfc-tree/unknown-lifecycle"),
+    TreeUnknownClass => (RfcTree, "rfc-tree/unknown-class"),
+    TreeDepth => (RfcTree, "rfc-tree/depth"),
+    TreeFilename => (RfcTree, "rfc-tree/filename"),
+    TreeInvalidDate => (RfcTree, "rfc-tree/invalid-date"),
+    TreeFutureDate => (RfcTree, "rfc-tree/future-date"),
+    TreeSlug => (RfcTree, "rfc-tree/slug"),
+    TreeTitle => (RfcTree, "rfc-tree/title"),
+    FmtLineEndings => (RfcFormat, "rfc-format/line-endings"),
+    FmtBom => (RfcFormat, "rfc-format/bom"),
+    FmtTitleLine => (RfcFormat, "rfc-format/title-line"),
+    FmtBlankLine2 => (RfcFormat, "rfc-format/blank-line-2"),
+    FmtStatusLine => (RfcFormat, "rfc-format/status-line"),
+    FmtBlankLine4 => (RfcFormat, "rfc-format/blank-line-4"),
+    FmtDuplicateStatus => (RfcFormat, "rfc-format/duplicate-status"),
+    FmtFirstSection => (RfcFormat, "rfc-format/first-section"),
+    FmtMissingSection => (RfcFormat, "rfc-format/missing-section"),
+    FmtBannedSection => (RfcFormat, "rfc-format/banned-section"),
+    FmtAlternativesMissing => (RfcFormat, "rfc-format/alternatives-missing"),
+    FmtAlternativesDuplicate => (RfcFormat, "rfc-format/alternatives-duplicate"),
+    FmtGrandfatherTooNew => (RfcFormat, "rfc-format/grandfather-too-new"),
+    FmtLegacyMarker => (RfcFormat, "rfc-format/legacy-marker"),
+    FmtPlaceholder => (RfcFormat, "rfc-format/placeholder"),
+    FmtZhHeader => (RfcFormat, "rfc-format/zh-header"),
+    IndexStale => (RfcIndex, "rfc-index/stale"),
+    IndexReadmeRow => (RfcIndex, "rfc-index/readme-row"),
+    I18nRequiredMissingFile => (I18n, "i18n/required-missing-file"),
+    I18nMissingCounterpart => (I18n, "i18n/missing-counterpart"),
+    I18nIncompletePair => (I18n, "i18n/incomplete-pair"),
+    I18nUnlistedPair => (I18n, "i18n/unlisted-pair"),
+    I18nExcludedHasCounterpart => (I18n, "i18n/excluded-has-counterpart"),
+    I18nExcludedHasRecord => (I18n, "i18n/excluded-has-record"),
+    I18nMalformedRecord => (I18n, "i18n/malformed-record"),
+    I18nOutOfSync => (I18n, "i18n/out-of-sync"),
+    I18nMissingSwitcher => (I18n, "i18n/missing-switcher"),
+    I18nStructure => (I18n, "i18n/structure"),
+    LinksTarget => (MdLinks, "md-links/target"),
+    LinksAnchor => (MdLinks, "md-links/anchor"),
+    WrapHardWrap => (MdWrap, "md-wrap/hard-wrap"),
+    RefsMissing => (DocRefs, "doc-refs/missing"),
+    RefsAnchor => (DocRefs, "doc-refs/anchor"),
+    BudgetOver => (DocBudgets, "doc-budgets/over"),
+    BudgetMissingFile => (DocBudgets, "doc-budgets/missing-file"),
+    BudgetBadCeiling => (DocBudgets, "doc-budgets/bad-ceiling"),
     DepsUnclassified => (Deps, "deps/unclassified"),
     DepsUnknownCrate => (Deps, "deps/unknown-crate"),
     DepsDefinition => (Deps, "deps/definition"),

@@ -1,5 +1,6 @@
-//! Seam role: support — the repository gates of dsh: the crate graph (`deps`), crate-root
-//! documentation (`crate-docs`) and the CI pipeline (`ci`), run as `cargo xtask <command>`.
+//! Seam role: support — the repository gates of dsh: documentation, RFCs and translations
+//! (`docs`, `rfc`, `i18n`), the crate graph (`deps`, `crate-docs`) and the CI pipeline (`ci`),
+//! run as `cargo xtask <command>`.
 //!
 //! All logic lives in this library; `main.rs` is a thin front end. xtask links no workspace
 //! crate, no async runtime and no YAML library: it reads the workspace through
@@ -13,33 +14,44 @@
 //!   (with `error: …` on stderr);
 //! - with `--message-format json`, stdout carries one JSON object per line and nothing else.
 //!
-//! The normative description is the xtask spec of the design corpus; the documentation, RFC
-//! and translation gates join this crate with their own issue.
+//! The normative description is the xtask spec of the design corpus; the RFC process itself is
+//! described in docs/rfc/README.md.
 #![deny(missing_docs)]
 
+mod budgets;
 mod cargo;
 mod ci;
+mod cli;
 mod crate_docs;
 mod date;
 mod deps;
 mod diag;
+mod docs;
 mod error;
+mod files;
+mod i18n;
+mod i18n_list;
+mod links;
 mod manifest;
+mod md;
+mod refs;
 mod repo;
+mod rfc;
 mod roles;
 mod source;
+mod wrap;
+mod write;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-use clap::{Parser, Subcommand, ValueEnum};
 
 pub use date::{Date, DateError};
 pub use deps::edge_verdict;
 pub use diag::{Diagnostic, Format, Gate, GateSummary, Printer, Report, Rule};
+pub use docs::DocsOptions;
 pub use error::XtaskError;
+pub use md::Slugger;
 pub use repo::Repo;
 pub use roles::Role;
 
@@ -50,44 +62,6 @@ pub struct RunEnv {
     pub today: Option<Date>,
     /// The cargo binary; `None` means `cargo` on `PATH`.
     pub cargo: Option<OsString>,
-}
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "xtask",
-    about = "dsh repository gates: crate graph, crate docs and the CI pipeline",
-    disable_version_flag = true
-)]
-struct Cli {
-    /// Repository root (default: the parent of the xtask package).
-    #[arg(long, global = true, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, global = true, value_enum, default_value = "human")]
-    message_format: FormatArg,
-    /// Suppress summaries and notes (diagnostics are never suppressed).
-    #[arg(short, long, global = true)]
-    quiet: bool,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum FormatArg {
-    Human,
-    Json,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// The crate-graph and crate-docs gates.
-    Deps,
-    /// The full pipeline: fmt, clippy, test, deps.
-    Ci {
-        /// Stop after the first failed step.
-        #[arg(long)]
-        fail_fast: bool,
-    },
 }
 
 /// Runs xtask with the process environment and stdio; the binary's whole `main`.
@@ -121,68 +95,18 @@ pub fn run_with(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            let text = e.render().to_string();
-            return match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    let _ = write!(out, "{text}");
-                    0
-                }
-                _ => {
-                    let _ = write!(err, "{text}");
-                    // Some clap errors (a bad flag value) omit the usage; a usage error always
-                    // shows it.
-                    if !text.contains("Usage:") {
-                        use clap::CommandFactory;
-                        let _ = writeln!(err, "\n{}", Cli::command().render_usage());
-                    }
-                    2
-                }
-            };
-        }
-    };
     let mut printer = Printer {
-        format: match cli.message_format {
-            FormatArg::Human => Format::Human,
-            FormatArg::Json => Format::Json,
-        },
-        quiet: cli.quiet,
+        format: Format::Human,
+        quiet: false,
         out,
         err,
     };
-    let cargo = env.cargo.clone().unwrap_or_else(|| OsString::from("cargo"));
-    let root = cli.root.unwrap_or_else(default_root);
-    let repo = match Repo::open(&root, env.today.unwrap_or_else(Date::today)) {
-        Ok(repo) => repo,
-        Err(e) => return fail(&mut printer, &e),
-    };
-    match cli.command {
-        Command::Deps => match deps_check(&repo, &cargo) {
-            Ok(report) => {
-                let _ = printer.report(&report);
-                u8::from(!report.is_clean())
-            }
-            Err(e) => fail(&mut printer, &e),
-        },
-        Command::Ci { fail_fast } => ci::run(&repo, &cargo, fail_fast, &mut printer),
-    }
+    cli::main(args, env, &mut printer)
 }
 
-fn fail(printer: &mut Printer, error: &XtaskError) -> u8 {
-    let _ = writeln!(printer.err, "error: {error}");
-    2
-}
-
-/// The parent of the xtask package directory, known at compile time.
-fn default_root() -> PathBuf {
-    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or(manifest_dir)
+/// The documentation gates (§4–§13) over an opened repository.
+pub fn docs_check(repo: &Repo, opts: &DocsOptions) -> Result<Report, XtaskError> {
+    Ok(docs::run(repo, opts)?.report)
 }
 
 /// The `deps` and `crate-docs` gates over the workspace at `repo`'s root, reading it with

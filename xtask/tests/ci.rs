@@ -94,10 +94,10 @@ fn all_steps_pass() {
             "test --workspace --locked",
         ]
     );
-    for step in ["fmt", "clippy", "test", "deps"] {
+    for step in ["fmt", "clippy", "test", "docs", "deps"] {
         assert!(stderr.contains(&format!("ci: {step} ok (")), "{stderr}");
     }
-    assert!(stderr.contains("ci: 0 of 4 steps failed"), "{stderr}");
+    assert!(stderr.contains("ci: 0 of 5 steps failed"), "{stderr}");
 }
 
 /// T-CI-02: a failed step does not stop the others.
@@ -110,7 +110,7 @@ fn a_failed_step_does_not_stop_the_rest() {
     assert_eq!(stub.steps().len(), 3);
     assert!(stderr.contains("ci: fmt FAILED ("), "{stderr}");
     assert!(stderr.contains("ci: deps ok ("), "{stderr}");
-    assert!(stderr.contains("ci: 1 of 4 steps failed"), "{stderr}");
+    assert!(stderr.contains("ci: 1 of 5 steps failed"), "{stderr}");
 }
 
 /// T-CI-03: `--fail-fast` stops after the first failure and reports the rest skipped.
@@ -121,7 +121,7 @@ fn fail_fast_skips_the_rest() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stub.steps(), ["fmt --all -- --check"]);
-    for step in ["clippy", "test", "deps"] {
+    for step in ["clippy", "test", "docs", "deps"] {
         assert!(
             stderr.contains(&format!("ci: {step} skipped (")),
             "{stderr}"
@@ -151,7 +151,7 @@ fn json_mode_keeps_stdout_json() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect();
     let steps: Vec<_> = objects.iter().filter(|o| o["type"] == "step").collect();
-    assert_eq!(steps.len(), 4);
+    assert_eq!(steps.len(), 5);
     assert_eq!(steps[0]["step"], "fmt");
     assert_eq!(steps[0]["status"], "ok");
     assert!(text(&out.stderr).contains("stub stdout for fmt"));

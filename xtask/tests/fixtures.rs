@@ -20,6 +20,9 @@ struct Case {
     args: Vec<String>,
     #[serde(default)]
     remove: Vec<String>,
+    /// Pairs to re-record after overlaying, before the action.
+    #[serde(default)]
+    record: Vec<String>,
     today: Option<String>,
     exit: u8,
     expect: Vec<String>,
@@ -51,6 +54,35 @@ fn cases() -> Vec<(String, PathBuf, Case)> {
     found
 }
 
+/// A case named for a byte property must carry it in its overlay, so no editor or checkout
+/// can normalise a fixture into a false pass.
+fn check_bytes(name: &str, dir: &Path) -> Result<(), String> {
+    let want: Option<(&str, fn(&[u8]) -> bool)> = if name.ends_with("-crlf") {
+        Some(("a CRLF", |b| b.windows(2).any(|w| w == b"\r\n")))
+    } else if name.ends_with("-bom") {
+        Some(("a BOM", |b| b.starts_with("\u{feff}".as_bytes())))
+    } else if name.ends_with("-not-utf8") {
+        Some(("invalid UTF-8", |b| std::str::from_utf8(b).is_err()))
+    } else {
+        None
+    };
+    let Some((what, test)) = want else {
+        return Ok(());
+    };
+    let mut stack = vec![dir.join("overlay")];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).map_err(|e| e.to_string())? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if test(&std::fs::read(&path).map_err(|e| e.to_string())?) {
+                return Ok(());
+            }
+        }
+    }
+    Err(format!("no overlay file carries {what}"))
+}
+
 fn run_case(dir: &Path, case: &Case) -> Result<(), String> {
     let tmp = tempfile::tempdir().unwrap();
     match case.base.as_str() {
@@ -68,6 +100,14 @@ fn run_case(dir: &Path, case: &Case) -> Result<(), String> {
             std::fs::remove_dir_all(target).unwrap();
         } else {
             std::fs::remove_file(target).unwrap();
+        }
+    }
+    if !case.record.is_empty() {
+        let mut args = vec!["-q", "i18n", "record"];
+        args.extend(case.record.iter().map(String::as_str));
+        let out = run(tmp.path(), &args, case.today.as_deref());
+        if out.code != 0 {
+            return Err(format!("record failed: {}", out.stderr));
         }
     }
     let args: Vec<&str> = case.args.iter().map(String::as_str).collect();
@@ -108,7 +148,10 @@ fn every_case_matches_its_expectation() {
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|(name, dir, case)| {
-            run_case(dir, case).err().map(|e| format!("## {name}\n{e}"))
+            check_bytes(name, dir)
+                .and_then(|()| run_case(dir, case))
+                .err()
+                .map(|e| format!("## {name}\n{e}"))
         })
         .collect();
     assert!(
@@ -123,6 +166,28 @@ fn every_case_matches_its_expectation() {
 #[test]
 fn the_baseline_is_silent() {
     let tmp = support::good_copy();
+    let docs = run(tmp.path(), &["docs", "check"], None);
+    assert_eq!(docs.code, 0, "{}", docs.stderr);
+    assert!(diagnostics(&docs.stderr).is_empty(), "{}", docs.stderr);
+    let gates: Vec<&str> = docs
+        .stderr
+        .lines()
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        gates,
+        [
+            "files",
+            "rfc-tree",
+            "rfc-format",
+            "rfc-index",
+            "i18n",
+            "md-links",
+            "md-wrap",
+            "doc-refs",
+            "doc-budgets"
+        ]
+    );
     let out = run(tmp.path(), &["deps"], None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(diagnostics(&out.stderr).is_empty(), "{}", out.stderr);

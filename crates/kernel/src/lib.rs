@@ -29,7 +29,7 @@
 //!   state besides its scope, so reloading a consumer cannot change what a provider owns.
 //!
 //! The rationale and the alternatives (a statically wired struct of `Arc`s, dynamic libraries)
-//! are recorded in the runtime RFC, `docs/rfc/implemented/architecture/` (runtime and plugins).
+//! are recorded in docs/rfc/implemented/architecture/2026-11-30-runtime-and-plugins.md.
 #![deny(missing_docs)]
 
 mod contain;

@@ -1,0 +1,30 @@
+//! The `md-wrap` gate (§11): a prose paragraph is one physical line; editors soft-wrap.
+
+use crate::diag::{Diagnostic, Rule};
+use crate::error::XtaskError;
+use crate::repo::Repo;
+
+/// Runs the gate over the document set.
+pub fn check(repo: &Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
+    let mut out = Vec::new();
+    let mut checked = 0;
+    let docs: Vec<String> = repo.documents().map(str::to_owned).collect();
+    for path in &docs {
+        let Some((_, doc)) = repo.markdown(path)? else {
+            continue;
+        };
+        checked += 1;
+        for block in &doc.wrapped {
+            out.push(Diagnostic::new(
+                Rule::WrapHardWrap,
+                path.as_str(),
+                Some(block.line),
+                format!(
+                    "paragraph runs over several lines; make it one: {:?}",
+                    block.first
+                ),
+            ));
+        }
+    }
+    Ok((out, checked))
+}
