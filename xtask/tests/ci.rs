@@ -156,3 +156,22 @@ fn json_mode_keeps_stdout_json() {
     assert_eq!(steps[0]["status"], "ok");
     assert!(text(&out.stderr).contains("stub stdout for fmt"));
 }
+
+/// T-CI-06: a broken link fails the `docs` step and the run.
+#[test]
+fn a_broken_link_fails_the_docs_step() {
+    let stub = Stub::new();
+    std::fs::write(
+        stub.root.path().join("docs/broken.md"),
+        "# Broken\n\n[gone](gone.md)\n",
+    )
+    .unwrap();
+    let out = stub.run_stub("none", &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("ci: docs FAILED ("), "{stderr}");
+    assert!(
+        stderr.contains("docs/broken.md:3: md-links/target"),
+        "{stderr}"
+    );
+}

@@ -57,7 +57,8 @@ fn cases() -> Vec<(String, PathBuf, Case)> {
 /// A case named for a byte property must carry it in its overlay, so no editor or checkout
 /// can normalise a fixture into a false pass.
 fn check_bytes(name: &str, dir: &Path) -> Result<(), String> {
-    let want: Option<(&str, fn(&[u8]) -> bool)> = if name.ends_with("-crlf") {
+    type ByteTest = fn(&[u8]) -> bool;
+    let want: Option<(&str, ByteTest)> = if name.ends_with("-crlf") {
         Some(("a CRLF", |b| b.windows(2).any(|w| w == b"\r\n")))
     } else if name.ends_with("-bom") {
         Some(("a BOM", |b| b.starts_with("\u{feff}".as_bytes())))
