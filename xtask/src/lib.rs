@@ -18,6 +18,8 @@
 //! described in docs/rfc/README.md.
 #![deny(missing_docs)]
 
+#[doc(hidden)]
+pub mod bench;
 mod budgets;
 mod cargo;
 mod ci;
