@@ -17,13 +17,8 @@ static SCHEME: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Za-z][A-Za-z0-9+.-]*:
 /// Runs the gate over the document set. Returns the diagnostics and the documents checked.
 pub fn check(repo: &Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
     let mut out = Vec::new();
-    let mut checked = 0;
-    let docs: Vec<String> = repo.documents().map(str::to_owned).collect();
-    for path in &docs {
-        let Some((_, doc)) = repo.markdown(path)? else {
-            continue;
-        };
-        checked += 1;
+    let docs = repo.parsed_documents()?;
+    for (path, doc) in &docs {
         for link in &doc.links {
             if matches!(link.kind, LinkKind::Reference | LinkKind::Autolink) {
                 continue;
@@ -38,7 +33,7 @@ pub fn check(repo: &Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
             }
         }
     }
-    Ok((out, checked))
+    Ok((out, docs.len()))
 }
 
 /// Resolves `target` (already split from its fragment) against the file `from`; `None` when

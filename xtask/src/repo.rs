@@ -148,6 +148,18 @@ impl Repo {
         self.scanned_files().filter(|p| p.ends_with(".md"))
     }
 
+    /// Every document that is valid UTF-8, with its parse, in path order.
+    pub fn parsed_documents(&self) -> Result<Vec<(String, Arc<Doc>)>, XtaskError> {
+        let paths: Vec<String> = self.documents().map(str::to_owned).collect();
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            if let Some((_, doc)) = self.markdown(&path)? {
+                out.push((path, doc));
+            }
+        }
+        Ok(out)
+    }
+
     /// True when `path` is a scanned regular file.
     pub fn is_scanned_file(&self, path: &str) -> bool {
         self.files.contains(path) && !path.starts_with(FIXTURES)

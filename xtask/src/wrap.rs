@@ -7,13 +7,8 @@ use crate::repo::Repo;
 /// Runs the gate over the document set.
 pub fn check(repo: &Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
     let mut out = Vec::new();
-    let mut checked = 0;
-    let docs: Vec<String> = repo.documents().map(str::to_owned).collect();
-    for path in &docs {
-        let Some((_, doc)) = repo.markdown(path)? else {
-            continue;
-        };
-        checked += 1;
+    let docs = repo.parsed_documents()?;
+    for (path, doc) in &docs {
         for block in &doc.wrapped {
             out.push(Diagnostic::new(
                 Rule::WrapHardWrap,
@@ -26,5 +21,5 @@ pub fn check(repo: &Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
             ));
         }
     }
-    Ok((out, checked))
+    Ok((out, docs.len()))
 }

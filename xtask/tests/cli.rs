@@ -12,19 +12,7 @@ use support::{diagnostics, good_copy, run, run_argv, snapshot};
 /// T-CLI-01: xtask is a lib plus a bin, never published.
 #[test]
 fn xtask_has_lib_and_bin_targets_and_is_not_published() {
-    let out = Command::new(support::cargo())
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--manifest-path",
-        ])
-        .arg(support::repo_root().join("Cargo.toml"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let meta = support::metadata();
     let xtask = meta["packages"]
         .as_array()
         .unwrap()

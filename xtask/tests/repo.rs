@@ -7,7 +7,7 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 
-use support::{diagnostics, repo_root, run};
+use support::{diagnostics, metadata, repo_root, run};
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -21,22 +21,6 @@ fn cargo_config_defines_the_xtask_alias() {
         config["alias"]["xtask"].as_str(),
         Some("run --package xtask --")
     );
-}
-
-fn metadata() -> serde_json::Value {
-    let out = std::process::Command::new(support::cargo())
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--manifest-path",
-        ])
-        .arg(repo_root().join("Cargo.toml"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// T-REPO-02: xtask links no workspace crate, no async runtime and no YAML library.

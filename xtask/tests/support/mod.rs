@@ -25,6 +25,23 @@ pub fn cargo() -> OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
+/// `cargo metadata --no-deps` of the real workspace.
+pub fn metadata() -> serde_json::Value {
+    let out = std::process::Command::new(cargo())
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--manifest-path",
+        ])
+        .arg(repo_root().join("Cargo.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Copies the tree at `from` into `to` (created if needed), files byte for byte.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
