@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use crate::cargo::{Metadata, relative};
 use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;
+use crate::repo::Repo;
 use crate::roles::{Role, line_number};
-use crate::source::Sources;
 
 const ROLE_PREFIX: &str = "//! Seam role: ";
 const ROLE_WORDS: [&str; 5] = ["definition", "provider", "consumer", "root", "support"];
@@ -16,7 +16,7 @@ const ROLE_WORDS: [&str; 5] = ["definition", "provider", "consumer", "root", "su
 pub fn check(
     metadata: &Metadata,
     roles: &BTreeMap<String, Role>,
-    sources: &mut Sources,
+    repo: &Repo,
 ) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
     let mut diagnostics = Vec::new();
     let mut checked = 0;
@@ -24,8 +24,8 @@ pub fn check(
         let Some(root_file) = member.crate_root() else {
             continue;
         };
-        let path = relative(sources.root(), root_file);
-        let text = sources.read(&path)?;
+        let path = relative(repo.root(), root_file);
+        let text = repo.text_or_empty(&path)?;
         checked += 1;
         diagnostics.extend(check_text(&path, &text, roles.get(&member.name).copied()));
     }

@@ -8,8 +8,8 @@ use crate::cargo::{Dependency, Metadata, relative};
 use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;
 use crate::manifest::{Section, dependency_line};
+use crate::repo::Repo;
 use crate::roles::{self, Role};
-use crate::source::Sources;
 
 /// Third-party packages whose normal or build edges encode architecture decisions, and the
 /// only members allowed to name them (invariant 5).
@@ -72,15 +72,12 @@ pub fn edge_verdict(from: Role, to: Role, dev: bool) -> Option<(Rule, &'static s
 }
 
 /// Runs the `deps` gate. Returns the diagnostics and the number of manifests checked.
-pub fn check(
-    metadata: &Metadata,
-    sources: &mut Sources,
-) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
+pub fn check(metadata: &Metadata, repo: &Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
     let roles = roles::parse(&metadata.metadata)?;
     let members = metadata.members();
     let mut diagnostics = Vec::new();
 
-    let root_manifest = sources.read("Cargo.toml")?;
+    let root_manifest = repo.text_or_empty("Cargo.toml")?;
     for package in roles.keys() {
         if !members.iter().any(|m| &m.name == package) {
             diagnostics.push(Diagnostic::new(
@@ -100,7 +97,7 @@ pub fn check(
         .collect();
 
     for member in &members {
-        let manifest_path = relative(sources.root(), &member.manifest_path);
+        let manifest_path = relative(repo.root(), &member.manifest_path);
         let Some(from) = roles.get(&member.name).copied() else {
             diagnostics.push(Diagnostic::new(
                 Rule::DepsUnclassified,
@@ -113,7 +110,7 @@ pub fn check(
             ));
             continue;
         };
-        let text = sources.read(&manifest_path)?;
+        let text = repo.text_or_empty(&manifest_path)?;
         for dep in &member.dependencies {
             let kind = EdgeKind::of(dep);
             let found = match member_roles.get(dep.name.as_str()) {

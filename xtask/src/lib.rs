@@ -40,7 +40,6 @@ mod refs;
 mod repo;
 mod rfc;
 mod roles;
-mod source;
 mod wrap;
 mod write;
 
@@ -115,12 +114,11 @@ pub fn docs_check(repo: &Repo, opts: &DocsOptions) -> Result<Report, XtaskError>
 /// `<cargo> metadata --no-deps`.
 pub fn deps_check(repo: &Repo, cargo: &OsStr) -> Result<Report, XtaskError> {
     let metadata = cargo::Metadata::load(repo.root(), cargo)?;
-    let mut sources = source::Sources::new(repo.root());
     let mut report = Report::default();
-    let (diagnostics, checked) = deps::check(&metadata, &mut sources)?;
+    let (diagnostics, checked) = deps::check(&metadata, repo)?;
     report.add_gate(Gate::Deps, checked, diagnostics);
     let roles = roles::parse(&metadata.metadata)?;
-    let (diagnostics, checked) = crate_docs::check(&metadata, &roles, &mut sources)?;
+    let (diagnostics, checked) = crate_docs::check(&metadata, &roles, repo)?;
     report.add_gate(Gate::CrateDocs, checked, diagnostics);
     Ok(report)
 }

@@ -170,6 +170,15 @@ impl Repo {
         Ok(self.load(path, false)?.text)
     }
 
+    /// The text of a file as UTF-8, or empty when it is not UTF-8 (for gates that only look
+    /// for content and report its absence, such as the crate-root documentation).
+    pub fn text_or_empty(&self, path: &str) -> Result<Arc<str>, XtaskError> {
+        Ok(match self.text(path)? {
+            Text::Utf8(text) => text,
+            Text::NotUtf8 => Arc::from(""),
+        })
+    }
+
     /// The UTF-8 text and the parsed Markdown of a file, each computed once; `None` when the
     /// file is not UTF-8.
     pub fn markdown(&self, path: &str) -> Result<Option<Parsed>, XtaskError> {
