@@ -40,6 +40,7 @@ mod refs;
 mod repo;
 mod rfc;
 mod roles;
+mod views;
 mod wrap;
 mod write;
 

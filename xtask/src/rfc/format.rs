@@ -8,7 +8,7 @@ use regex::Regex;
 use super::tree::{Rfc, Twin};
 use super::{format_adopted, re, required_sections, status_hint, status_ok};
 use crate::diag::{Diagnostic, Rule};
-use crate::md::Views;
+use crate::views::Views;
 
 static TITLE_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^# RFC: \S(.*\S)?$"));
 static BANNED: LazyLock<Regex> =
