@@ -207,7 +207,7 @@ fn dispatch(
             let only = Some(vec![Gate::RfcTree, Gate::RfcFormat, Gate::RfcIndex]);
             docs_check(repo, &DocsOptions { only, fix }, printer)
         }
-        Command::Rfc(RfcCmd::Index { check }) => rfc_index(repo, check, printer),
+        Command::Rfc(RfcCmd::Index { check }) => regenerate(repo, check, printer),
         Command::Rfc(RfcCmd::New {
             target,
             title,
@@ -290,10 +290,6 @@ fn regenerate(repo: &Repo, check_only: bool, printer: &mut Printer) -> Result<u8
             Ok(0)
         }
     }
-}
-
-fn rfc_index(repo: &Repo, check: bool, printer: &mut Printer) -> Result<u8, XtaskError> {
-    regenerate(repo, check, printer)
 }
 
 fn rfc_new(

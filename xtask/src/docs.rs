@@ -1,12 +1,15 @@
 //! `docs check` (§4–§13): runs the documentation gates in order over one shared file index
 //! and parse cache, and applies `--fix` (which only ever regenerates the RFC index).
 
-use crate::diag::{Gate, Report};
+use crate::diag::{Diagnostic, Gate, Report};
 use crate::error::XtaskError;
 use crate::i18n::manifest::Manifest;
 use crate::repo::Repo;
 use crate::rfc::{INDEX_PATH, format, index, tree};
 use crate::{budgets, files, i18n, links, refs, wrap};
+
+/// A gate that reads only the repository: its diagnostics and how many files it checked.
+type GateFn = fn(&Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError>;
 
 /// Options of `docs check`.
 #[derive(Clone, Debug, Default)]
@@ -88,21 +91,18 @@ pub fn run(repo: &Repo, opts: &DocsOptions) -> Result<DocsOutcome, XtaskError> {
         let (diags, checked) = i18n::check(repo, &manifest, None)?;
         report.add_gate(Gate::I18n, checked, diags);
     }
-    if wants(Gate::MdLinks) {
-        let (diags, checked) = links::check(repo)?;
-        report.add_gate(Gate::MdLinks, checked, diags);
-    }
-    if wants(Gate::MdWrap) {
-        let (diags, checked) = wrap::check(repo)?;
-        report.add_gate(Gate::MdWrap, checked, diags);
-    }
-    if wants(Gate::DocRefs) {
-        let (diags, checked) = refs::check(repo)?;
-        report.add_gate(Gate::DocRefs, checked, diags);
-    }
-    if wants(Gate::DocBudgets) {
-        let (diags, checked) = budgets::check(repo)?;
-        report.add_gate(Gate::DocBudgets, checked, diags);
+    // The remaining gates need nothing but the repository.
+    let simple: [(Gate, GateFn); 4] = [
+        (Gate::MdLinks, links::check),
+        (Gate::MdWrap, wrap::check),
+        (Gate::DocRefs, refs::check),
+        (Gate::DocBudgets, budgets::check),
+    ];
+    for (gate, check) in simple {
+        if wants(gate) {
+            let (diags, checked) = check(repo)?;
+            report.add_gate(gate, checked, diags);
+        }
     }
     Ok(outcome)
 }

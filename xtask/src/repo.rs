@@ -5,6 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::cargo::relative;
 use crate::date::Date;
 use crate::error::XtaskError;
 use crate::md::{self, Doc};
@@ -216,14 +217,4 @@ impl Repo {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Loaded>> {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// `path` relative to `root`, written with `/`.
-fn relative(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }

@@ -475,6 +475,19 @@ fn an_unreadable_file_exits_2() {
     assert!(out.stderr.contains("docs/x.md"), "{}", out.stderr);
 }
 
+/// SCP-04, deterministic even as root: a file indexed by the walk that cannot be read when a
+/// gate needs it is an environment error naming the path, not a verdict.
+#[test]
+fn a_file_that_vanishes_after_the_walk_is_an_io_error() {
+    let tmp = good_copy();
+    let repo = xtask::Repo::open(tmp.path(), xtask::Date::parse("2026-12-15").unwrap()).unwrap();
+    std::fs::remove_file(tmp.path().join("docs/guide.md")).unwrap();
+    match xtask::docs_check(&repo, &xtask::DocsOptions::default()) {
+        Err(xtask::XtaskError::Io { path, .. }) => assert_eq!(path, "docs/guide.md"),
+        other => panic!("expected an I/O error naming docs/guide.md, got {other:?}"),
+    }
+}
+
 /// T-TRE-03: an empty directory with an unknown class name is reported.
 #[test]
 fn an_empty_unknown_class_directory_is_reported() {
