@@ -1,16 +1,39 @@
-//! Seam role: definition (layer 1) — the session: ids, the event vocabulary, the live
-//! `SessionStore` and the `SessionPersistence` trait.
+//! Seam role: definition (layer 1) — the session: ids, the header, the event envelope and its
+//! codec, the event vocabulary, the core payloads and crash repair's closers.
 //!
-//! A session is an immutable header plus an append-only log of events, and that log is dsh's one
-//! durable state: the agent derives model history from it, the ACP bridge renders and replays it,
-//! persistence stores it. The session id is also the agent id and the shell owner token.
+//! A session is an immutable header plus an append-only log of events, and that log is dsh's
+//! one durable state: the agent derives model history from it, the ACP bridge renders and
+//! replays it, persistence stores it. The session id is also the agent id and the shell owner
+//! token.
 //!
-//! Invariants this crate will hold (session spec SE-*, SP-*):
-//! - events are appended synchronously, in memory, in one total order per session;
-//! - a live id is unique in the store, checked when a session is entered;
-//! - `SessionStore::flush` is the durability barrier; observers are contained;
-//! - persistence providers implement `SessionPersistence` and share one load and repair rule.
+//! Invariants held here:
+//! - a [`SessionId`] from outside is validated once, at parse or deserialize time;
+//! - every event record, in every provider, is written by [`SessionEvent::encode_into`] and read
+//!   by [`SessionEvent::decode`], which refuses missing, unknown and duplicate keys;
+//! - event type names follow one grammar ([`EventType::new`]) and the vocabulary only grows;
+//! - [`repair::interrupted_turn_closers`] is pure, so an interrupted repair recomputes the same
+//!   closers byte for byte.
 //!
-//! Status: not implemented yet. The issue "Session store and durable JSONL persistence" fills this
-//! crate; until then it exports nothing.
+//! Status: the live `Session`, the `SessionStore` with its observers, and the
+//! `SessionPersistence` trait are the next increment of the issue "Session store and durable
+//! JSONL persistence"; they do not exist yet. The design is recorded in
+//! docs/rfc/proposed/architecture/2026-11-30-session-persistence.md.
 #![deny(missing_docs)]
+
+mod error;
+mod event;
+mod header;
+mod id;
+mod payload;
+pub mod repair;
+mod vocabulary;
+
+pub use error::SessionError;
+pub use event::{EnvelopeError, EventType, MAX_EVENT_BYTES, SessionEvent, valid_type};
+pub use header::{SESSION_FORMAT_VERSION, SessionHeader, normalize_cwd};
+pub use id::{MAX_ID_BYTES, SessionId, SessionIdError, SessionIdProblem};
+pub use payload::{
+    CancelCause, Failure, StepMark, ToolCallRecord, ToolResultRecord, TurnEnd, TurnEndReason,
+    TurnStart,
+};
+pub use vocabulary::{EventClass, EventVocabulary};
