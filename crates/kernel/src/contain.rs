@@ -25,8 +25,9 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// The text of a panic payload; panics carry `&str` or `String` in practice.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+/// The text of a panic payload; panics carry `&str` or `String` in practice. Shared so that
+/// every crate that contains foreign code reports panics the same way.
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -42,6 +42,7 @@ mod services;
 mod tasks;
 
 pub use async_trait::async_trait;
+pub use contain::panic_message;
 pub use error::{BoxError, KernelError, Outcome, TaskError};
 pub use plugin::Plugin;
 pub use runtime::Runtime;

@@ -1,5 +1,6 @@
 //! Seam role: definition (layer 1) — the session: ids, the header, the event envelope and its
-//! codec, the event vocabulary, the core payloads and crash repair's closers.
+//! codec, the event vocabulary, the live `Session` and `SessionStore` with their observers,
+//! the `SessionPersistence` trait, and crash repair's closers.
 //!
 //! A session is an immutable header plus an append-only log of events, and that log is dsh's
 //! one durable state: the agent derives model history from it, the ACP bridge renders and
@@ -10,30 +11,46 @@
 //! - a [`SessionId`] from outside is validated once, at parse or deserialize time;
 //! - every event record, in every provider, is written by [`SessionEvent::encode_into`] and read
 //!   by [`SessionEvent::decode`], which refuses missing, unknown and duplicate keys;
-//! - event type names follow one grammar ([`EventType::new`]) and the vocabulary only grows;
+//! - [`Session::append`] is synchronous and totally ordered: a refused append leaves the log
+//!   unchanged and uses no seq, and observers see every published event once, in seq order;
+//! - a live id is unique in a [`SessionStore`]: [`SessionStore::enter`] is the authority, and a
+//!   vetoed announcement rolls back only its own entry;
+//! - observer panics never reach the appender; `on_disposed` is delivered once per announced
+//!   session;
 //! - [`repair::interrupted_turn_closers`] is pure, so an interrupted repair recomputes the same
 //!   closers byte for byte.
 //!
-//! Status: the live `Session`, the `SessionStore` with its observers, and the
-//! `SessionPersistence` trait are the next increment of the issue "Session store and durable
-//! JSONL persistence"; they do not exist yet. The design is recorded in
-//! docs/rfc/proposed/architecture/2026-11-30-session-persistence.md.
+//! Status: the persistence bridge (the observer that feeds a `SessionPersistence` provider) is
+//! the next increment of the issue "Session store and durable JSONL persistence". The design is
+//! recorded in docs/rfc/proposed/architecture/2026-11-30-session-persistence.md.
 #![deny(missing_docs)]
 
 mod error;
 mod event;
+mod finite;
 mod header;
 mod id;
+mod observer;
 mod payload;
+mod persistence;
 pub mod repair;
+mod session;
+mod store;
 mod vocabulary;
 
 pub use error::SessionError;
 pub use event::{EnvelopeError, EventType, MAX_EVENT_BYTES, SessionEvent, valid_type};
 pub use header::{SESSION_FORMAT_VERSION, SessionHeader, normalize_cwd};
 pub use id::{MAX_ID_BYTES, SessionId, SessionIdError, SessionIdProblem};
+pub use observer::{DisposeReason, Interest, SessionObserver};
 pub use payload::{
     CancelCause, Failure, StepMark, ToolCallRecord, ToolResultRecord, TurnEnd, TurnEndReason,
     TurnStart,
 };
+pub use persistence::{
+    CloseIntent, ListQuery, LoadedSession, Origin, PersistenceError, RepairReport, SessionListing,
+    SessionLocation, SessionPersistence, SessionSummary, SkippedLog, StoreRevision,
+};
+pub use session::{Restored, Session, SessionState};
+pub use store::{SessionSpec, SessionStore};
 pub use vocabulary::{EventClass, EventVocabulary};

@@ -7,4 +7,6 @@ mod header;
 mod ids;
 mod payloads;
 mod repair;
+mod store;
+mod support;
 mod vocabulary;

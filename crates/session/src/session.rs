@@ -1,0 +1,294 @@
+//! `Session` (§5): a header plus an append-only, in-memory log. Appends are synchronous and
+//! totally ordered; once the session is announced every append is published to the store's
+//! observers under the session's publication lock.
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::Notify;
+
+use crate::error::SessionError;
+use crate::event::{EventType, MAX_EVENT_BYTES, SessionEvent};
+use crate::header::SessionHeader;
+use crate::id::SessionId;
+use crate::observer::Observers;
+use crate::persistence::StoreRevision;
+use crate::vocabulary::{EventClass, EventVocabulary};
+
+/// Where a session is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionState {
+    /// Built by `prepare`, not in the store.
+    Prepared,
+    /// Live in the store, not announced.
+    Entered,
+    /// Announced: observers hear its appends.
+    Announced,
+    /// Removed from its store; appends fail.
+    Detached,
+}
+
+/// How a restored session continues its stored log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Restored {
+    /// How many events came from storage.
+    pub len: u64,
+    /// The stored log's revision when it was loaded.
+    pub revision: StoreRevision,
+}
+
+/// A session: cheap to clone (handles to one log), `Send + Sync`.
+#[derive(Clone)]
+pub struct Session {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    header: SessionHeader,
+    vocabulary: Arc<EventVocabulary>,
+    observers: Arc<Observers>,
+    restored: Option<Restored>,
+    /// The publication lock.
+    pub(crate) log: Mutex<Log>,
+    /// Woken when an announcement ends.
+    pub(crate) announced: Notify,
+}
+
+pub(crate) struct Log {
+    events: Vec<Arc<SessionEvent>>,
+    snapshot: Option<Arc<[Arc<SessionEvent>]>>,
+    pub(crate) state: SessionState,
+    /// Fixed when `announce` starts; events from here on are published.
+    pub(crate) published_from: Option<u64>,
+    pub(crate) announcing: bool,
+    pub(crate) detach_requested: bool,
+    last_time: i64,
+}
+
+thread_local! {
+    /// Set while this thread runs an `on_append` callback (of any session): appends from here
+    /// would deadlock or reorder publication, so they are refused.
+    static IN_ON_APPEND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Wall-clock epoch milliseconds, clamped to ≥ 0.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// An upper bound of the envelope around `data`, with 20-digit `seq` and `time`.
+fn envelope_bound(kind: &EventType, ignorable: bool, data: &str) -> usize {
+    let fixed = r#"{"seq":,"type":"","time":,"data":}"#.len() + 2 * 20;
+    fixed + kind.as_str().len() + data.len() + if ignorable { 17 } else { 0 }
+}
+
+impl Session {
+    pub(crate) fn new(
+        header: SessionHeader,
+        events: Vec<Arc<SessionEvent>>,
+        restored: Option<Restored>,
+        vocabulary: Arc<EventVocabulary>,
+        observers: Arc<Observers>,
+    ) -> Session {
+        let last_time = events.last().map(|e| e.time).unwrap_or(0);
+        Session {
+            inner: Arc::new(Inner {
+                header,
+                vocabulary,
+                observers,
+                restored,
+                log: Mutex::new(Log {
+                    events,
+                    snapshot: None,
+                    state: SessionState::Prepared,
+                    published_from: None,
+                    announcing: false,
+                    detach_requested: false,
+                    last_time,
+                }),
+                announced: Notify::new(),
+            }),
+        }
+    }
+
+    /// The session id (also the agent id and the shell owner token).
+    pub fn id(&self) -> &SessionId {
+        &self.inner.header.id
+    }
+
+    /// The immutable header.
+    pub fn header(&self) -> &SessionHeader {
+        &self.inner.header
+    }
+
+    /// How a restored session continues its stored log; `None` for a new one.
+    pub fn restored(&self) -> Option<&Restored> {
+        self.inner.restored.as_ref()
+    }
+
+    /// Where the session is in its life.
+    pub fn state(&self) -> SessionState {
+        self.inner.log.lock().state
+    }
+
+    /// The seq the next append will get.
+    pub fn next_seq(&self) -> u64 {
+        self.inner.log.lock().events.len() as u64
+    }
+
+    /// True when both handles name the same session object.
+    pub fn ptr_eq(&self, other: &Session) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Appends an event: validates the type, serializes `data` once, checks the size, refuses a
+    /// reentrant or detached append, then assigns the seq and time, commits and publishes. A
+    /// refusal leaves the log unchanged and consumes no seq.
+    pub fn append<T: Serialize + ?Sized>(
+        &self,
+        kind: &EventType,
+        data: &T,
+    ) -> Result<Arc<SessionEvent>, SessionError> {
+        let ignorable = match self.inner.vocabulary.class(kind) {
+            None => {
+                return Err(SessionError::UnknownEventType {
+                    kind: kind.to_string(),
+                });
+            }
+            Some(class) => class == EventClass::Ignorable,
+        };
+        let invalid = |reason: String| SessionError::InvalidData {
+            kind: kind.to_string(),
+            reason,
+        };
+        let text = serde_json::to_string(data).map_err(|e| invalid(e.to_string()))?;
+        // serde_json writes NaN and infinities as `null`; only then is the walk needed.
+        if text.contains("null") {
+            crate::finite::check(data).map_err(|e| invalid(e.to_string()))?;
+        }
+        let bytes = envelope_bound(kind, ignorable, &text);
+        if bytes > MAX_EVENT_BYTES {
+            return Err(SessionError::EventTooLarge {
+                kind: kind.to_string(),
+                bytes,
+                limit: MAX_EVENT_BYTES,
+            });
+        }
+        let data = RawValue::from_string(text).map_err(|e| invalid(e.to_string()))?;
+        if IN_ON_APPEND.get() {
+            return Err(SessionError::ReentrantAppend {
+                id: self.id().clone(),
+            });
+        }
+        let mut log = self.inner.log.lock();
+        if log.state == SessionState::Detached {
+            return Err(SessionError::Detached {
+                id: self.id().clone(),
+            });
+        }
+        let time = now_ms().max(log.last_time);
+        let event = Arc::new(SessionEvent {
+            seq: log.events.len() as u64,
+            kind: kind.clone(),
+            time,
+            ignorable,
+            data,
+        });
+        log.last_time = time;
+        log.events.push(event.clone());
+        log.snapshot = None;
+        if log.published_from.is_some() {
+            self.publish(&event);
+        }
+        drop(log);
+        Ok(event)
+    }
+
+    /// Delivers `event` to every interested observer; called with the publication lock held.
+    fn publish(&self, event: &Arc<SessionEvent>) {
+        for sub in self.inner.observers.interested(self.id()) {
+            IN_ON_APPEND.set(true);
+            let outcome = catch_unwind(AssertUnwindSafe(|| sub.observer.on_append(self, event)));
+            IN_ON_APPEND.set(false);
+            if let Err(payload) = outcome {
+                let message = dsh_kernel::panic_message(payload.as_ref());
+                tracing::warn!(
+                    session = %self.id(),
+                    observer = sub.observer.name(),
+                    seq = event.seq,
+                    "session/event observer panicked: {message}"
+                );
+            }
+        }
+    }
+
+    /// A snapshot of the log that never changes; two calls with no append between return the
+    /// same allocation.
+    pub fn events(&self) -> Arc<[Arc<SessionEvent>]> {
+        let mut log = self.inner.log.lock();
+        if let Some(snapshot) = &log.snapshot {
+            return snapshot.clone();
+        }
+        let snapshot: Arc<[Arc<SessionEvent>]> = log.events.as_slice().into();
+        log.snapshot = Some(snapshot.clone());
+        snapshot
+    }
+
+    /// The model-visible events, in log order: user messages, assistant messages with content,
+    /// reasoning or tool calls (interrupted ones included), and tool results.
+    pub fn history(&self) -> Vec<Arc<SessionEvent>> {
+        self.events()
+            .iter()
+            .filter(|e| match e.kind.as_str() {
+                EventType::USER_MESSAGE | EventType::TOOL_RESULT => true,
+                EventType::ASSISTANT_MESSAGE => assistant_has_substance(e),
+                _ => false,
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+fn assistant_has_substance(event: &SessionEvent) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Payload {
+        message: Message,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message {
+        #[serde(default)]
+        content: Option<String>,
+        #[serde(default)]
+        reasoning: Option<String>,
+        #[serde(default)]
+        tool_calls: Vec<serde_json::Value>,
+    }
+    serde_json::from_str::<Payload>(event.data.get()).is_ok_and(|p| {
+        p.message.content.is_some_and(|c| !c.is_empty())
+            || p.message.reasoning.is_some_and(|r| !r.is_empty())
+            || !p.message.tool_calls.is_empty()
+    })
+}
+
+impl Log {
+    pub(crate) fn len(&self) -> u64 {
+        self.events.len() as u64
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", self.id())
+            .field("state", &self.state())
+            .finish()
+    }
+}
