@@ -20,11 +20,11 @@
 //! - [`repair::interrupted_turn_closers`] is pure, so an interrupted repair recomputes the same
 //!   closers byte for byte.
 //!
-//! Status: the persistence bridge (the observer that feeds a `SessionPersistence` provider) is
-//! the next increment of the issue "Session store and durable JSONL persistence". The design is
-//! recorded in docs/rfc/proposed/architecture/2026-11-30-session-persistence.md.
+//! [`PersistenceBridge`] is the one observer that feeds a `SessionPersistence` provider. The
+//! design is recorded in docs/rfc/proposed/architecture/2026-11-30-session-persistence.md.
 #![deny(missing_docs)]
 
+mod bridge;
 mod error;
 mod event;
 mod finite;
@@ -38,6 +38,7 @@ mod session;
 mod store;
 mod vocabulary;
 
+pub use bridge::PersistenceBridge;
 pub use error::SessionError;
 pub use event::{EnvelopeError, EventType, MAX_EVENT_BYTES, SessionEvent, valid_type};
 pub use header::{SESSION_FORMAT_VERSION, SessionHeader, normalize_cwd};

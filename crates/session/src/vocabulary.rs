@@ -61,6 +61,18 @@ impl EventVocabulary {
         }
     }
 
+    /// A copy of the vocabulary as it is now (for work on other threads).
+    pub fn snapshot(&self) -> EventVocabulary {
+        let types = self
+            .types
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        EventVocabulary {
+            types: RwLock::new(types),
+        }
+    }
+
     /// The class of `kind`, if registered.
     pub fn class(&self, kind: &EventType) -> Option<EventClass> {
         self.types

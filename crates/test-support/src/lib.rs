@@ -1,9 +1,12 @@
-//! Seam role: support — test fixtures shared by the workspace: the mock model server, replay
-//! scripts, the persistence contract suite and the ACP test driver.
+//! Seam role: support — test fixtures shared by the workspace: the persistence contract suite
+//! today; the mock model server, replay scripts and the ACP test driver arrive with their
+//! issues.
 //!
-//! The one non-root crate allowed to name providers, so that a crate's own tests reach providers
-//! only through it (architecture invariant 4).
-//!
-//! Status: not implemented yet. Each issue that needs a fixture adds it here; until then this
-//! crate exports nothing.
+//! The one non-root crate allowed to name providers, so that a crate's own tests reach
+//! providers only through it (architecture invariant 4). Fixtures here panic on failure: they
+//! are assertions, and a panic is how a test reports.
 #![deny(missing_docs)]
+// Fixtures are assertions: failing loudly is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod persistence_contract;

@@ -1,0 +1,405 @@
+//! An open session's write path (SJ-04..SJ-08): an in-memory buffer that `append` fills
+//! without waiting for disk, a write-behind timer, and one write at a time that either
+//! materializes the file or appends to it, rolling back to the last durable length on failure.
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_session::{PersistenceError, SessionEvent, SessionHeader, SessionId, SessionLocation};
+use parking_lot::Mutex;
+
+use crate::fsops::FsOps;
+use crate::header;
+
+/// What every open session shares with its provider.
+pub(crate) struct Ctx {
+    pub(crate) fs: Arc<dyn FsOps>,
+    pub(crate) root: PathBuf,
+    pub(crate) window: Duration,
+    pub(crate) batch_max: usize,
+}
+
+pub(crate) struct Open {
+    pub(crate) header: SessionHeader,
+    pub(crate) dir: PathBuf,
+    pub(crate) path: PathBuf,
+    buffer: Mutex<Buffer>,
+    io: tokio::sync::Mutex<Io>,
+}
+
+struct Buffer {
+    pending: Vec<Arc<SessionEvent>>,
+    bytes: usize,
+    /// The seq the next accepted event must have.
+    cursor: u64,
+    timer_armed: bool,
+}
+
+struct Io {
+    file: Option<Arc<File>>,
+    /// Length of the file known to be durable.
+    durable: u64,
+    /// The project directory still needs an fsync after a link.
+    dir_pending: bool,
+    sticky: Option<Sticky>,
+    /// Inside a failure streak (one warning per streak).
+    failing: bool,
+    /// Closed: the file (and its lock) is released; a late timer writes nothing.
+    closed: bool,
+}
+
+#[derive(Clone)]
+enum Sticky {
+    AlreadyExists,
+    Poisoned(String),
+}
+
+/// What an accepted batch asks of the provider.
+pub(crate) enum Trigger {
+    Nothing,
+    ArmTimer,
+    WriteNow,
+}
+
+impl Open {
+    /// A session opened by `create(New)`: nothing on disk yet.
+    pub(crate) fn new(header: SessionHeader, dir: PathBuf, path: PathBuf) -> Open {
+        Open::with_file(header, dir, path, None, 0, 0)
+    }
+
+    /// A session opened by `create(Resume)` on an existing, locked file.
+    pub(crate) fn with_file(
+        header: SessionHeader,
+        dir: PathBuf,
+        path: PathBuf,
+        file: Option<File>,
+        len: u64,
+        cursor: u64,
+    ) -> Open {
+        Open {
+            header,
+            dir,
+            path,
+            buffer: Mutex::new(Buffer {
+                pending: Vec::new(),
+                bytes: 0,
+                cursor,
+                timer_armed: false,
+            }),
+            io: tokio::sync::Mutex::new(Io {
+                file: file.map(Arc::new),
+                durable: len,
+                dir_pending: false,
+                sticky: None,
+                failing: false,
+                closed: false,
+            }),
+        }
+    }
+
+    pub(crate) fn id(&self) -> &SessionId {
+        &self.header.id
+    }
+
+    pub(crate) fn location(&self) -> SessionLocation {
+        location(&self.path)
+    }
+
+    /// Accepts a contiguous batch into the buffer, or refuses all of it.
+    pub(crate) fn accept(
+        &self,
+        events: &[Arc<SessionEvent>],
+        batch_max: usize,
+    ) -> Result<Trigger, PersistenceError> {
+        let mut buffer = self.buffer.lock();
+        for (index, event) in events.iter().enumerate() {
+            let expected = buffer.cursor + index as u64;
+            if event.seq != expected {
+                return Err(PersistenceError::SeqMismatch {
+                    id: self.id().clone(),
+                    expected,
+                    got: event.seq,
+                    index,
+                });
+            }
+        }
+        if events.is_empty() {
+            return Ok(Trigger::Nothing);
+        }
+        buffer.cursor += events.len() as u64;
+        buffer.bytes += events
+            .iter()
+            .map(|e| e.data.get().len() + 64)
+            .sum::<usize>();
+        buffer.pending.extend(events.iter().cloned());
+        if buffer.bytes >= batch_max {
+            return Ok(Trigger::WriteNow);
+        }
+        if !buffer.timer_armed {
+            buffer.timer_armed = true;
+            return Ok(Trigger::ArmTimer);
+        }
+        Ok(Trigger::Nothing)
+    }
+
+    pub(crate) fn timer_fired(&self) {
+        self.buffer.lock().timer_armed = false;
+    }
+
+    /// True when nothing was ever written and nothing is buffered to write.
+    pub(crate) async fn is_materialized(&self) -> bool {
+        self.io.lock().await.file.is_some()
+    }
+
+    /// Writes what is buffered, then releases the file and its lock. On a write failure the
+    /// session stays open and the error is returned.
+    pub(crate) async fn close(
+        &self,
+        ctx: &Arc<Ctx>,
+        abandon: bool,
+    ) -> Result<(), PersistenceError> {
+        if abandon && !self.is_materialized().await {
+            self.drop_buffer();
+        } else {
+            self.write(ctx).await?;
+        }
+        let mut io = self.io.lock().await;
+        io.closed = true;
+        io.file = None;
+        Ok(())
+    }
+
+    pub(crate) fn drop_buffer(&self) {
+        let mut buffer = self.buffer.lock();
+        buffer.pending.clear();
+        buffer.bytes = 0;
+    }
+
+    /// Writes everything buffered and makes it durable: the flush barrier. Concurrent callers
+    /// queue on the I/O lock; a later one finds the buffer already written.
+    pub(crate) async fn write(&self, ctx: &Arc<Ctx>) -> Result<(), PersistenceError> {
+        let mut io = self.io.lock().await;
+        if io.closed {
+            return Ok(());
+        }
+        if let Some(sticky) = &io.sticky {
+            return Err(self.sticky_error(sticky));
+        }
+        if io.dir_pending {
+            let fs = ctx.fs.clone();
+            let dir = self.dir.clone();
+            blocking(move || fs.sync_dir(&dir))
+                .await
+                .map_err(|e| self.io_error("fsync of the project directory", e))?;
+            io.dir_pending = false;
+        }
+        let batch: Vec<Arc<SessionEvent>> = {
+            let mut buffer = self.buffer.lock();
+            buffer.bytes = 0;
+            std::mem::take(&mut buffer.pending)
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        for event in &batch {
+            event.encode_into(&mut bytes);
+            bytes.push(b'\n');
+        }
+        let result = match io.file.clone() {
+            Some(file) => self.append_bytes(ctx, file, io.durable, bytes).await,
+            None => self.materialize(ctx, &mut io, bytes).await,
+        };
+        match result {
+            Ok(len) => {
+                io.durable = len;
+                io.failing = false;
+                Ok(())
+            }
+            Err(err) => {
+                // Put the batch back in front of newer events, for the next flush to retry.
+                let mut buffer = self.buffer.lock();
+                let mut pending = batch;
+                pending.append(&mut buffer.pending);
+                buffer.pending = pending;
+                if !io.failing {
+                    tracing::warn!(session = %self.id(), "writing the session log failed: {err}");
+                    io.failing = true;
+                }
+                if let PersistenceError::Poisoned { cause, .. } = &err {
+                    io.sticky = Some(Sticky::Poisoned(cause.clone()));
+                }
+                if let PersistenceError::AlreadyExists { .. } = &err {
+                    io.sticky = Some(Sticky::AlreadyExists);
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Appends `bytes` and syncs; on failure truncates back to `durable` (or poisons).
+    async fn append_bytes(
+        &self,
+        ctx: &Arc<Ctx>,
+        file: Arc<File>,
+        durable: u64,
+        bytes: Vec<u8>,
+    ) -> Result<u64, PersistenceError> {
+        let fs = ctx.fs.clone();
+        let len = bytes.len() as u64;
+        let outcome = blocking(move || {
+            let written = fs.write(&file, &bytes).and_then(|()| fs.sync_data(&file));
+            match written {
+                Ok(()) => Ok(Ok(())),
+                Err(err) => {
+                    let rolled_back = fs.set_len(&file, durable).and_then(|()| fs.sync_all(&file));
+                    Ok(Err((err, rolled_back)))
+                }
+            }
+        })
+        .await
+        .map_err(|e| self.io_error("write", e))?;
+        match outcome {
+            Ok(()) => Ok(durable + len),
+            Err((err, Ok(()))) => Err(self.io_error("write", err)),
+            Err((err, Err(rollback))) => Err(PersistenceError::Poisoned {
+                id: self.id().clone(),
+                cause: format!("write failed ({err}) and truncating back failed ({rollback})"),
+            }),
+        }
+    }
+
+    /// The first write (SJ-05): a synced temp file published by a no-overwrite hard link.
+    async fn materialize(
+        &self,
+        ctx: &Arc<Ctx>,
+        io: &mut Io,
+        batch: Vec<u8>,
+    ) -> Result<u64, PersistenceError> {
+        let fs = ctx.fs.clone();
+        let root = ctx.root.clone();
+        let dir = self.dir.clone();
+        let path = self.path.clone();
+        let mut bytes = header::encode(&self.header);
+        bytes.extend_from_slice(&batch);
+        let len = bytes.len() as u64;
+        let result = blocking(move || -> io::Result<(File, bool, bool)> {
+            ensure_dir(&*fs, &root)?;
+            ensure_dir(&*fs, &dir)?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let temp = dir.join(format!(".{name}.{:016x}.tmp", temp_suffix()));
+            let file = OpenOptions::new()
+                .append(true)
+                .read(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)?;
+            let written = file
+                .try_lock()
+                .map_err(|e| io::Error::other(e.to_string()))
+                .and_then(|()| fs.write(&file, &bytes))
+                .and_then(|()| fs.sync_all(&file));
+            if let Err(err) = written {
+                let _ = std::fs::remove_file(&temp);
+                return Err(err);
+            }
+            if let Err(err) = fs.hard_link(&temp, &path) {
+                let _ = std::fs::remove_file(&temp);
+                let exists = err.kind() == io::ErrorKind::AlreadyExists;
+                return if exists {
+                    Ok((file, false, true))
+                } else {
+                    Err(err)
+                };
+            }
+            let dir_synced = fs.sync_dir(&dir).is_ok();
+            let _ = std::fs::remove_file(&temp);
+            Ok((file, dir_synced, false))
+        })
+        .await;
+        match result {
+            Err(err) => Err(self.io_error("materialization", err)),
+            Ok((_, _, true)) => Err(PersistenceError::AlreadyExists {
+                id: self.id().clone(),
+                location: self.location(),
+            }),
+            Ok((file, dir_synced, false)) => {
+                io.file = Some(Arc::new(file));
+                io.dir_pending = !dir_synced;
+                Ok(len)
+            }
+        }
+    }
+
+    fn sticky_error(&self, sticky: &Sticky) -> PersistenceError {
+        match sticky {
+            Sticky::AlreadyExists => PersistenceError::AlreadyExists {
+                id: self.id().clone(),
+                location: self.location(),
+            },
+            Sticky::Poisoned(cause) => PersistenceError::Poisoned {
+                id: self.id().clone(),
+                cause: cause.clone(),
+            },
+        }
+    }
+
+    /// The poisoning failure, if any: appends are refused then.
+    pub(crate) async fn poisoned(&self) -> Option<PersistenceError> {
+        match &self.io.lock().await.sticky {
+            Some(s @ Sticky::Poisoned(_)) => Some(self.sticky_error(s)),
+            _ => None,
+        }
+    }
+
+    fn io_error(&self, op: &'static str, source: io::Error) -> PersistenceError {
+        PersistenceError::Io {
+            id: Some(self.id().clone()),
+            location: self.path.display().to_string(),
+            op,
+            source,
+        }
+    }
+}
+
+/// Creates `dir` (mode 0700) if missing and fsyncs its parent so the entry is durable.
+fn ensure_dir(fs: &dyn FsOps, dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    match dir.parent() {
+        Some(parent) => fs.sync_dir(parent),
+        None => Ok(()),
+    }
+}
+
+fn temp_suffix() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
+/// The location of a log file.
+pub(crate) fn location(path: &Path) -> SessionLocation {
+    SessionLocation {
+        provider: "jsonl",
+        display: path.display().to_string(),
+        path: Some(path.to_path_buf()),
+    }
+}
+
+/// Runs blocking file-system work off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| io::Error::other(format!("blocking task failed: {e}")))?
+}

@@ -1,0 +1,120 @@
+//! Reading a log (SJ-10, §9): a bounded line reader that never buffers more than one record
+//! plus one byte, and the committed-boundary analysis that decides between repair and refusal.
+
+use std::io::{self, BufRead};
+use std::sync::Arc;
+
+use dsh_session::{EventType, MAX_EVENT_BYTES, SessionEvent};
+
+/// One physical record.
+pub enum Record {
+    /// A `\n`-terminated line (without the `\n`).
+    Line(Vec<u8>),
+    /// A line longer than the limit; its bytes were skipped.
+    TooLong,
+    /// Bytes at the end without a terminating `\n`.
+    Incomplete,
+}
+
+/// Reads the next record and its length in bytes (including the `\n`); `None` at the end.
+pub fn next_record(reader: &mut impl BufRead) -> io::Result<Option<(Record, u64)>> {
+    let mut line = Vec::new();
+    let mut consumed = 0u64;
+    let mut too_long = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(match (consumed, too_long) {
+                (0, _) => None,
+                (_, _) => Some((Record::Incomplete, consumed)),
+            });
+        }
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > MAX_EVENT_BYTES {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(buf.len());
+        consumed += used as u64;
+        reader.consume(used);
+        if done.is_some() {
+            let record = if too_long {
+                Record::TooLong
+            } else {
+                Record::Line(line)
+            };
+            return Ok(Some((record, consumed)));
+        }
+    }
+}
+
+/// The §9 verdict over the event records.
+pub struct Analysis {
+    /// Events before the first defective record.
+    pub kept: Vec<Arc<SessionEvent>>,
+    /// Byte offset where the kept region ends.
+    pub kept_end: u64,
+    /// First defective record: (1-based line, reason).
+    pub defect: Option<(u64, String)>,
+    /// Line of the last complete record that decodes as a `turn/end`.
+    pub last_turn_end: Option<u64>,
+    /// Records from the first defect on.
+    pub dropped_records: u64,
+    /// Bytes from the first defect on.
+    pub dropped_bytes: u64,
+}
+
+/// Analyses the records after the header (which ended at `offset`, on line 1).
+pub fn analyse(reader: &mut impl BufRead, mut offset: u64) -> io::Result<Analysis> {
+    let mut analysis = Analysis {
+        kept: Vec::new(),
+        kept_end: offset,
+        defect: None,
+        last_turn_end: None,
+        dropped_records: 0,
+        dropped_bytes: 0,
+    };
+    let mut line_no = 1u64;
+    while let Some((record, len)) = next_record(reader)? {
+        line_no += 1;
+        let decoded = match &record {
+            Record::Line(bytes) => SessionEvent::decode(bytes).map_err(|e| e.0),
+            Record::TooLong => Err(format!("line longer than {MAX_EVENT_BYTES} bytes")),
+            Record::Incomplete => Err("incomplete final line".into()),
+        };
+        if let (Record::Line(_), Ok(event)) = (&record, &decoded)
+            && event.kind.as_str() == EventType::TURN_END
+        {
+            analysis.last_turn_end = Some(line_no);
+        }
+        if analysis.defect.is_none() {
+            let expected = analysis.kept.len() as u64;
+            match decoded {
+                Ok(event) if event.seq == expected => {
+                    analysis.kept.push(Arc::new(event));
+                    analysis.kept_end = offset + len;
+                }
+                Ok(event) => {
+                    analysis.defect = Some((
+                        line_no,
+                        format!("seq {} where {expected} was expected", event.seq),
+                    ));
+                }
+                Err(reason) => analysis.defect = Some((line_no, reason)),
+            }
+        }
+        if analysis.defect.is_some() {
+            analysis.dropped_records += 1;
+            analysis.dropped_bytes += len;
+        }
+        offset += len;
+    }
+    Ok(analysis)
+}

@@ -1,0 +1,133 @@
+//! SE-32..SE-35 (T-40, T-41): the persistence bridge wired to a real store and the JSONL
+//! provider.
+
+use std::sync::Arc;
+
+use dsh_kernel::Runtime;
+use dsh_session::{
+    EventType, Interest, PersistenceBridge, SessionError, SessionId, SessionPersistence,
+    SessionSpec, SessionStore,
+};
+use dsh_session_jsonl::{JsonlConfig, JsonlPersistence};
+use serde_json::json;
+
+use crate::contract::log_path;
+
+fn kind(name: &str) -> EventType {
+    EventType::new(name).unwrap()
+}
+
+fn wired(dir: &std::path::Path, runtime: &Runtime) -> (Arc<SessionStore>, Arc<JsonlPersistence>) {
+    let persistence = JsonlPersistence::new(JsonlConfig::new(dir)).unwrap();
+    let store = SessionStore::new();
+    let bridge = PersistenceBridge::new(persistence.clone());
+    store
+        .subscribe(runtime.scope(), Interest::All, bridge)
+        .unwrap();
+    (store, persistence)
+}
+
+fn lines(dir: &std::path::Path, id: &SessionId) -> Vec<String> {
+    std::fs::read_to_string(log_path(dir, id).unwrap())
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_persists_forks_resumes_and_closing_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new();
+    let (store, persistence) = wired(dir.path(), &runtime);
+    let s = store
+        .create(SessionSpec::new("/w").with_id(SessionId::parse("main").unwrap()))
+        .await
+        .unwrap();
+    s.append(&kind("turn/start"), &json!({"turn": 1})).unwrap();
+    s.append(
+        &kind("user/message"),
+        &json!({"turn": 1, "step": 1, "message": {"content": "hi"}}),
+    )
+    .unwrap();
+    store.flush(s.id()).await.unwrap();
+    assert_eq!(
+        lines(dir.path(), s.id()).len(),
+        3,
+        "header and two events are durable"
+    );
+    s.append(
+        &kind("turn/end"),
+        &json!({"turn": 1, "reason": {"kind": "completed"}}),
+    )
+    .unwrap();
+    store.detach(&s).await.unwrap();
+    let stored = lines(dir.path(), s.id());
+    assert_eq!(stored.len(), 4);
+    assert!(
+        stored[3].contains("turn/end"),
+        "detach flushed the closing turn/end"
+    );
+
+    // A fork's seed is stored exactly once.
+    let seed = s.events().to_vec();
+    let child = store
+        .create(
+            SessionSpec::new("/w")
+                .with_id(SessionId::parse("child").unwrap())
+                .fork(s.id().clone(), seed),
+        )
+        .await
+        .unwrap();
+    child
+        .append(&kind("turn/start"), &json!({"turn": 2}))
+        .unwrap();
+    child
+        .append(
+            &kind("turn/end"),
+            &json!({"turn": 2, "reason": {"kind": "completed"}}),
+        )
+        .unwrap();
+    store.detach(&child).await.unwrap();
+    let child_lines = lines(dir.path(), child.id());
+    assert_eq!(child_lines.len(), 6);
+    assert!(
+        child_lines[0].contains("\"parent\":\"main\"") && child_lines[0].contains("\"seed_len\":3")
+    );
+
+    // A resumed session re-appends nothing and continues the seq.
+    let loaded = persistence.load(s.id(), store.vocabulary()).await.unwrap();
+    let resumed = store.create(SessionSpec::restore(loaded)).await.unwrap();
+    assert_eq!(resumed.next_seq(), 3);
+    resumed
+        .append(&kind("turn/start"), &json!({"turn": 2}))
+        .unwrap();
+    resumed
+        .append(
+            &kind("turn/end"),
+            &json!({"turn": 2, "reason": {"kind": "completed"}}),
+        )
+        .unwrap();
+    store.detach(&resumed).await.unwrap();
+    let after = lines(dir.path(), s.id());
+    assert_eq!(after.len(), 6);
+    assert!(after[4].starts_with("{\"seq\":3,"));
+
+    // A second create of a stored id is vetoed by the bridge.
+    match store
+        .create(SessionSpec::new("/w").with_id(SessionId::parse("main").unwrap()))
+        .await
+    {
+        Err(SessionError::Vetoed {
+            observer, cause, ..
+        }) => {
+            assert_eq!(observer, "persistence-bridge");
+            assert!(
+                cause.to_string().contains("load or resume it instead"),
+                "{cause}"
+            );
+        }
+        other => panic!("expected a veto, got {other:?}"),
+    }
+    persistence.shutdown().await.unwrap();
+}
