@@ -273,7 +273,7 @@ impl SessionPersistence for JsonlPersistence {
         events: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError> {
         let open = self.get(id)?;
-        if let Some(poisoned) = open.poisoned().await {
+        if let Some(poisoned) = open.poisoned() {
             return Err(poisoned);
         }
         match open.accept(events, self.ctx.batch_max)? {

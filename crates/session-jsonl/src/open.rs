@@ -29,6 +29,9 @@ pub(crate) struct Open {
     pub(crate) path: PathBuf,
     buffer: Mutex<Buffer>,
     io: tokio::sync::Mutex<Io>,
+    /// Set when a failed rollback poisoned the session; read by `append` without waiting for
+    /// the I/O lock (which a write in progress holds).
+    poisoned: Mutex<Option<String>>,
 }
 
 struct Buffer {
@@ -37,6 +40,8 @@ struct Buffer {
     /// The seq the next accepted event must have.
     cursor: u64,
     timer_armed: bool,
+    /// An early (size-triggered) write is already on its way; do not start another.
+    write_scheduled: bool,
 }
 
 struct Io {
@@ -89,6 +94,7 @@ impl Open {
                 bytes: 0,
                 cursor,
                 timer_armed: false,
+                write_scheduled: false,
             }),
             io: tokio::sync::Mutex::new(Io {
                 file: file.map(Arc::new),
@@ -98,6 +104,7 @@ impl Open {
                 failing: false,
                 closed: false,
             }),
+            poisoned: Mutex::new(None),
         }
     }
 
@@ -137,6 +144,10 @@ impl Open {
             .sum::<usize>();
         buffer.pending.extend(events.iter().cloned());
         if buffer.bytes >= batch_max {
+            if buffer.write_scheduled {
+                return Ok(Trigger::Nothing);
+            }
+            buffer.write_scheduled = true;
             return Ok(Trigger::WriteNow);
         }
         if !buffer.timer_armed {
@@ -200,6 +211,7 @@ impl Open {
         let batch: Vec<Arc<SessionEvent>> = {
             let mut buffer = self.buffer.lock();
             buffer.bytes = 0;
+            buffer.write_scheduled = false;
             std::mem::take(&mut buffer.pending)
         };
         if batch.is_empty() {
@@ -232,6 +244,7 @@ impl Open {
                 }
                 if let PersistenceError::Poisoned { cause, .. } = &err {
                     io.sticky = Some(Sticky::Poisoned(cause.clone()));
+                    *self.poisoned.lock() = Some(cause.clone());
                 }
                 if let PersistenceError::AlreadyExists { .. } = &err {
                     io.sticky = Some(Sticky::AlreadyExists);
@@ -352,11 +365,14 @@ impl Open {
     }
 
     /// The poisoning failure, if any: appends are refused then.
-    pub(crate) async fn poisoned(&self) -> Option<PersistenceError> {
-        match &self.io.lock().await.sticky {
-            Some(s @ Sticky::Poisoned(_)) => Some(self.sticky_error(s)),
-            _ => None,
-        }
+    pub(crate) fn poisoned(&self) -> Option<PersistenceError> {
+        self.poisoned
+            .lock()
+            .clone()
+            .map(|cause| PersistenceError::Poisoned {
+                id: self.id().clone(),
+                cause,
+            })
     }
 
     fn io_error(&self, op: &'static str, source: io::Error) -> PersistenceError {

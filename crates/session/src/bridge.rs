@@ -166,8 +166,15 @@ impl SessionObserver for PersistenceBridge {
 
     fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
         let pump = self.pump(session.id());
-        pump.state.lock().queue.push(event.clone());
-        pump.work.notify_one();
+        let was_empty = {
+            let mut state = pump.state.lock();
+            state.queue.push(event.clone());
+            state.queue.len() == 1
+        };
+        // A busy pump takes the whole queue on its next round; only an idle one needs waking.
+        if was_empty {
+            pump.work.notify_one();
+        }
     }
 
     async fn on_flush(&self, session: &Session) -> Result<(), BoxError> {

@@ -118,4 +118,13 @@ impl Observers {
             .cloned()
             .collect()
     }
+
+    /// Calls `f` for each subscriber interested in `id`, on a snapshot (no allocation; the
+    /// append hot path uses this).
+    pub(crate) fn each_interested(&self, id: &SessionId, mut f: impl FnMut(&Subscriber)) {
+        let snapshot = self.list.read().clone();
+        for sub in snapshot.iter().filter(|s| s.interest.covers(id)) {
+            f(sub);
+        }
+    }
 }

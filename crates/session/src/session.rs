@@ -9,7 +9,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use tokio::sync::Notify;
 
 use crate::error::SessionError;
@@ -169,12 +168,15 @@ impl Session {
             kind: kind.to_string(),
             reason,
         };
-        let text = serde_json::to_string(data).map_err(|e| invalid(e.to_string()))?;
-        // serde_json writes NaN and infinities as `null`; only then is the walk needed.
-        if text.contains("null") {
+        // Serialized once, straight into the raw value (no second parse to validate it).
+        let raw = serde_json::value::to_raw_value(data).map_err(|e| invalid(e.to_string()))?;
+        // serde_json writes NaN and infinities as `null`; only then is the value walked again,
+        // to tell a real `null` from a non-finite float.
+        if raw.get().contains("null") {
             crate::finite::check(data).map_err(|e| invalid(e.to_string()))?;
         }
-        let bytes = envelope_bound(kind, ignorable, &text);
+        let data = raw;
+        let bytes = envelope_bound(kind, ignorable, data.get());
         if bytes > MAX_EVENT_BYTES {
             return Err(SessionError::EventTooLarge {
                 kind: kind.to_string(),
@@ -182,7 +184,6 @@ impl Session {
                 limit: MAX_EVENT_BYTES,
             });
         }
-        let data = RawValue::from_string(text).map_err(|e| invalid(e.to_string()))?;
         if IN_ON_APPEND.get() {
             return Err(SessionError::ReentrantAppend {
                 id: self.id().clone(),
@@ -214,7 +215,7 @@ impl Session {
 
     /// Delivers `event` to every interested observer; called with the publication lock held.
     fn publish(&self, event: &Arc<SessionEvent>) {
-        for sub in self.inner.observers.interested(self.id()) {
+        self.inner.observers.each_interested(self.id(), |sub| {
             IN_ON_APPEND.set(true);
             let outcome = catch_unwind(AssertUnwindSafe(|| sub.observer.on_append(self, event)));
             IN_ON_APPEND.set(false);
@@ -227,7 +228,7 @@ impl Session {
                     "session/event observer panicked: {message}"
                 );
             }
-        }
+        });
     }
 
     /// A snapshot of the log that never changes; two calls with no append between return the

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use dsh_session::repair::interrupted_turn_closers;
 use dsh_session::{
     CloseIntent, EventType, EventVocabulary, Origin, PersistenceError, SessionEvent, SessionHeader,
     SessionId, SessionPersistence,
@@ -40,10 +41,13 @@ fn events(from: u64, n: u64) -> Vec<Arc<SessionEvent>> {
         .collect()
 }
 
-/// Counts calls and fails the next N of each kind on request.
+/// Counts calls, fails the next N of each kind on request, and can stall the next write.
 #[derive(Default)]
 struct Faults {
     writes: AtomicU32,
+    stall_next_write: std::sync::atomic::AtomicBool,
+    stalled: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    release: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
     fail_write: AtomicU32,
     fail_sync_data: AtomicU32,
     fail_set_len: AtomicU32,
@@ -59,6 +63,15 @@ fn take(counter: &AtomicU32) -> bool {
 impl FsOps for Faults {
     fn write(&self, file: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
         self.writes.fetch_add(1, Ordering::SeqCst);
+        if self.stall_next_write.swap(false, Ordering::SeqCst) {
+            if let Some(tx) = self.stalled.lock().unwrap().take() {
+                tx.send(()).unwrap();
+            }
+            let release = self.release.lock().unwrap().take();
+            if let Some(rx) = release {
+                rx.recv().unwrap();
+            }
+        }
         if take(&self.fail_write) {
             // A partial write, then the error: the rollback must remove it.
             let mut f = file;
@@ -342,4 +355,141 @@ async fn a_failed_materialization_publishes_nothing() {
             .len(),
         3
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_write_on_one_session_does_not_block_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, faults) = faulty(dir.path());
+    let (stalled_tx, stalled_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel();
+    *faults.stalled.lock().unwrap() = Some(stalled_tx);
+    *faults.release.lock().unwrap() = Some(release_rx);
+    faults.stall_next_write.store(true, Ordering::SeqCst);
+    let (a, b) = (header("stalled-a"), header("free-b"));
+    for hd in [&a, &b] {
+        p.create(hd, Origin::New).await.unwrap();
+        p.append(&hd.id, &events(0, 2)).await.unwrap();
+    }
+    let pa = p.clone();
+    let id = a.id.clone();
+    let flush_a = tokio::spawn(async move { pa.flush(&id).await });
+    tokio::task::spawn_blocking(move || stalled_rx.recv().unwrap())
+        .await
+        .unwrap();
+    p.flush(&b.id).await.unwrap();
+    assert!(
+        !flush_a.is_finished(),
+        "A is still stalled while B completed"
+    );
+    release_tx.send(()).unwrap();
+    flush_a.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_fifteen_mib_event_round_trips_and_an_over_long_line_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    let hd = header("huge");
+    let big = Arc::new(SessionEvent {
+        seq: 0,
+        kind: EventType::new("user/message").unwrap(),
+        time: 5,
+        ignorable: false,
+        data: RawValue::from_string(serde_json::to_string(&"z".repeat(15 * 1024 * 1024)).unwrap())
+            .unwrap(),
+    });
+    let end = Arc::new(SessionEvent {
+        seq: 1,
+        kind: EventType::new("turn/end").unwrap(),
+        time: 5,
+        ignorable: false,
+        data: RawValue::from_string(r#"{"turn":1,"reason":{"kind":"completed"}}"#.into()).unwrap(),
+    });
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &[big.clone(), end]).await.unwrap();
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    let loaded = p.load(&hd.id, &EventVocabulary::new()).await.unwrap();
+    assert_eq!(loaded.events[0].encode(), big.encode());
+
+    // Replace the big line with one over 16 MiB: damage before the last turn/end.
+    let path = log_path(dir.path(), &hd.id).unwrap();
+    let text = std::fs::read(&path).unwrap();
+    let mut lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+    let huge = vec![b'a'; 17 * 1024 * 1024];
+    lines[1] = &huge;
+    std::fs::write(&path, lines.join(&b'\n')).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    match p.load(&hd.id, &EventVocabulary::new()).await {
+        Err(PersistenceError::Corrupt { line: Some(2), .. }) => {}
+        other => panic!("expected Corrupt at line 2, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the file was not modified"
+    );
+}
+
+/// T-54: truncate at every byte offset inside the last three records, then add NUL blocks.
+#[tokio::test]
+async fn power_loss_at_every_offset_of_the_tail_never_loses_committed_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    let hd = header("power");
+    let mut all = Vec::new();
+    for turn in 1..=2u64 {
+        for (kind, data) in [
+            ("turn/start", format!(r#"{{"turn":{turn}}}"#)),
+            (
+                "user/message",
+                format!(r#"{{"turn":{turn},"step":1,"message":{{"content":"hi"}}}}"#),
+            ),
+            (
+                "turn/end",
+                format!(r#"{{"turn":{turn},"reason":{{"kind":"completed"}}}}"#),
+            ),
+        ] {
+            all.push(Arc::new(SessionEvent {
+                seq: all.len() as u64,
+                kind: EventType::new(kind).unwrap(),
+                time: 7,
+                ignorable: false,
+                data: RawValue::from_string(data).unwrap(),
+            }));
+        }
+    }
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &all).await.unwrap();
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    let path = log_path(dir.path(), &hd.id).unwrap();
+    let original = std::fs::read(&path).unwrap();
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            original
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    // Records 5..7 (the last three events: turn 2) start at line_starts[4].
+    let tail_start = line_starts[4];
+    for cut in tail_start..original.len() {
+        let mut damaged = original[..cut].to_vec();
+        damaged.extend_from_slice(&[0u8; 512]);
+        std::fs::write(&path, &damaged).unwrap();
+        let loaded = p
+            .load(&hd.id, &EventVocabulary::new())
+            .await
+            .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        // Everything up to turn 1's turn/end (seq 2) is always there, byte for byte.
+        for (got, want) in loaded.events.iter().zip(&all).take(3) {
+            assert_eq!(got.encode(), want.encode(), "cut at {cut}");
+        }
+        assert!(
+            interrupted_turn_closers(&loaded.events).is_empty(),
+            "cut at {cut}: balanced"
+        );
+    }
 }
