@@ -92,7 +92,7 @@ fn the_rfc_corpus_is_complete() {
     for (slug, built) in [
         ("runtime-and-plugins", true),
         ("agent-lifecycle-and-ownership", false),
-        ("session-persistence", false),
+        ("session-persistence", true),
         ("shell-executor-ownership", false),
         ("acp-bridge-transport", false),
         ("model-seam", false),

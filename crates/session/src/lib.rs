@@ -21,7 +21,7 @@
 //!   closers byte for byte.
 //!
 //! [`PersistenceBridge`] is the one observer that feeds a `SessionPersistence` provider. The
-//! design is recorded in docs/rfc/proposed/architecture/2026-11-30-session-persistence.md.
+//! design is recorded in docs/rfc/implemented/architecture/2026-11-30-session-persistence.md.
 #![deny(missing_docs)]
 
 mod bridge;
