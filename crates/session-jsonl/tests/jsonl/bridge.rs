@@ -131,3 +131,97 @@ async fn the_bridge_persists_forks_resumes_and_closing_turns() {
     }
     persistence.shutdown().await.unwrap();
 }
+
+/// T-08 with the real provider: many tasks append to one session with periodic flushes; the
+/// file holds every event once, in seq order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_reach_the_file_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new();
+    let (store, persistence) = wired(dir.path(), &runtime);
+    let s = store
+        .create(SessionSpec::new("/w").with_id(SessionId::parse("many").unwrap()))
+        .await
+        .unwrap();
+    let (tasks, per_task) = (64u64, 500u64);
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let (s, store) = (s.clone(), store.clone());
+            tokio::spawn(async move {
+                for i in 0..per_task {
+                    s.append(&kind("user/message"), &json!({ "t": t, "i": i }))
+                        .unwrap();
+                    if i % 100 == 0 {
+                        store.flush(s.id()).await.unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.await.unwrap();
+    }
+    store.detach(&s).await.unwrap();
+    let stored = lines(dir.path(), s.id());
+    assert_eq!(stored.len() as u64, 1 + tasks * per_task);
+    for (i, line) in stored[1..].iter().enumerate() {
+        assert!(
+            line.starts_with(&format!("{{\"seq\":{i},")),
+            "line {}: {line}",
+            i + 2
+        );
+    }
+    persistence.shutdown().await.unwrap();
+}
+
+/// T-41: a provider that fails makes the next flush and the detach fail; nothing is reported
+/// durable that is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_provider_fails_the_next_barrier() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    struct FailAll(AtomicU32);
+    impl dsh_session_jsonl::FsOps for FailAll {
+        fn write(&self, _file: &std::fs::File, _bytes: &[u8]) -> std::io::Result<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(std::io::Error::other("disk on fire"))
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new();
+    let persistence = JsonlPersistence::with_fs(
+        JsonlConfig::new(dir.path()),
+        Arc::new(FailAll(AtomicU32::new(0))),
+    )
+    .unwrap();
+    let store = SessionStore::new();
+    store
+        .subscribe(
+            runtime.scope(),
+            Interest::All,
+            PersistenceBridge::new(persistence.clone()),
+        )
+        .unwrap();
+    let s = store
+        .create(SessionSpec::new("/w").with_id(SessionId::parse("doomed").unwrap()))
+        .await
+        .unwrap();
+    s.append(&kind("turn/start"), &json!({"turn": 1})).unwrap();
+    match store.flush(s.id()).await {
+        Err(SessionError::FlushFailed {
+            observer, cause, ..
+        }) => {
+            assert_eq!(observer, "persistence-bridge");
+            assert!(cause.to_string().contains("disk on fire"), "{cause}");
+        }
+        other => panic!("expected FlushFailed, got {other:?}"),
+    }
+    assert!(
+        store.detach(&s).await.is_err(),
+        "detach reports the failure too"
+    );
+    assert!(store.get(s.id()).is_none(), "the session was still removed");
+    assert!(
+        log_path(dir.path(), s.id()).is_none(),
+        "nothing was published as durable"
+    );
+}
