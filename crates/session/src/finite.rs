@@ -186,32 +186,19 @@ impl ser::SerializeMap for Check {
     }
 }
 
-impl ser::SerializeStruct for Check {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), NotFinite> {
-        v.serialize(Check)
-    }
-    fn end(self) -> Result<(), NotFinite> {
-        Ok(())
-    }
+macro_rules! fields {
+    ($($trait:ident),*) => {
+        $(impl ser::$trait for Check {
+            type Ok = ();
+            type Error = NotFinite;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, v: &T) -> Result<(), NotFinite> {
+                v.serialize(Check)
+            }
+            fn end(self) -> Result<(), NotFinite> {
+                Ok(())
+            }
+        })*
+    };
 }
 
-impl ser::SerializeStructVariant for Check {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), NotFinite> {
-        v.serialize(Check)
-    }
-    fn end(self) -> Result<(), NotFinite> {
-        Ok(())
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);

@@ -1,5 +1,5 @@
 //! Seam role: support — test fixtures shared by the workspace: the persistence contract suite
-//! today; the mock model server, replay scripts and the ACP test driver arrive with their
+//! and log capture today; the mock model server, replay scripts and the ACP test driver arrive with their
 //! issues.
 //!
 //! The one non-root crate allowed to name providers, so that a crate's own tests reach
@@ -9,4 +9,5 @@
 // Fixtures are assertions: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod logs;
 pub mod persistence_contract;
