@@ -1,13 +1,56 @@
 //! Seam role: definition (layer 1) — the model seam: the `Model` trait, `ModelRequest`, the
-//! `ModelEvent` stream and typed `ModelError` kinds.
+//! `ModelEvent` stream, typed `ModelError` kinds and the stream contract.
 //!
-//! Providers stream reasoning, text, tool-call fragments, usage and one finish (or one error) per
-//! request; the agent loop consumes that stream without knowing which provider produced it.
+//! A provider turns a [`ModelRequest`] into a pull-based stream of [`ModelEvent`]s. Pull-based
+//! because the agent pulls one event at a time and checks cancellation between them; a push
+//! callback would need its own back-pressure and cancellation story.
 //!
-//! Invariants this crate will hold (llm spec LLM-*): request validation is shared by every
-//! provider; one table maps finish reasons and errors to turn end reasons; dropping a stream
-//! releases its request; retries happen inside providers.
+//! The stream contract (LLM-01..LLM-06), checked by [`StreamChecker`]:
+//! - a stream is `Item* Usage? Finish` or `Item* Err`, and yields nothing after its terminal
+//!   item;
+//! - deltas are non-empty and keep provider order;
+//! - tool calls are indexed densely from 0, each with one start, argument fragments and one
+//!   end whose arguments equal the fragments, all before `Usage`/`Finish`;
+//! - cancellation before acceptance resolves `stream()` to `Err(Cancelled)`; after it, the
+//!   stream yields one `Err(Cancelled)`; dropping a stream releases everything it holds;
+//! - a failure is either the `Err` of `stream()` or the one terminal `Err` item.
 //!
-//! Status: not implemented yet. The issue "Model seam and providers" fills this crate; until then
-//! it exports nothing.
+//! Every provider calls [`ModelRequest::validate`] before any I/O, and retries happen inside
+//! providers. [`TurnOutcome`] is the one table from an outcome to a turn end. The design is
+//! recorded in docs/rfc/proposed/architecture/2026-11-30-model-seam.md.
 #![deny(missing_docs)]
+
+mod checker;
+mod error;
+mod outcome;
+mod types;
+mod validate;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+pub use tokio_util::sync::CancellationToken;
+
+pub use checker::{ContractViolation, StreamChecker};
+pub use error::{ModelError, ModelErrorKind};
+pub use outcome::TurnOutcome;
+pub use types::{
+    FinishReason, Message, ModelEvent, ModelInfo, ModelParams, ModelRequest, ReasoningEffort,
+    ToolCall, ToolSpec, Usage,
+};
+
+/// The events of one model call.
+pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
+
+/// A language model. Safe for concurrent `stream()` calls (one per session).
+pub trait Model: Send + Sync + 'static {
+    /// Static facts for labelling, logging and the `model` field of `assistant/message`.
+    fn info(&self) -> &ModelInfo;
+
+    /// Starts one call. Resolves `Ok` once the provider accepted the request (HTTP: a 2xx
+    /// status line, after any retries); failures before acceptance resolve `Err`.
+    fn stream(
+        &self,
+        request: ModelRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<ModelStream, ModelError>>;
+}
