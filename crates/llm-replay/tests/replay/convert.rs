@@ -1,0 +1,103 @@
+//! T-61 (without the agent, which does not exist yet): a recorded session log becomes a script
+//! whose entries reproduce the recorded assistant messages; interrupted prefixes are skipped;
+//! an error turn becomes an error entry.
+
+use std::sync::Arc;
+
+use dsh_llm::{FinishReason, ModelErrorKind};
+use dsh_llm_replay::{Ending, ItemKind, ReplayScript};
+use dsh_session::{EventType, SessionEvent};
+use serde_json::json;
+use serde_json::value::RawValue;
+
+fn log(entries: Vec<(&str, serde_json::Value)>) -> Vec<Arc<SessionEvent>> {
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, (kind, data))| {
+            Arc::new(SessionEvent {
+                seq: i as u64,
+                kind: EventType::new(kind).unwrap(),
+                time: 1,
+                ignorable: false,
+                data: RawValue::from_string(data.to_string()).unwrap(),
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_session_log_becomes_a_script() {
+    let events = log(vec![
+        ("turn/start", json!({"turn": 1})),
+        ("step/start", json!({"turn": 1, "step": 1})),
+        (
+            "user/message",
+            json!({"turn": 1, "step": 1, "message": {"content": "list files"}}),
+        ),
+        (
+            "assistant/message",
+            json!({"turn": 1, "step": 1, "model": "m", "interrupted": true, "message": {"content": "I'll", "tool_calls": []}}),
+        ),
+        (
+            "assistant/message",
+            json!({"turn": 1, "step": 1, "model": "m", "message": {"content": "Looking.", "reasoning": "think", "tool_calls": [{"id": "c1", "name": "bash", "arguments": "{\"command\":\"ls\"}"}]}}),
+        ),
+        (
+            "tool/result",
+            json!({"turn": 1, "step": 1, "call_id": "c1", "name": "bash", "content": "a b", "is_error": false}),
+        ),
+        ("step/end", json!({"turn": 1, "step": 1})),
+        ("step/start", json!({"turn": 1, "step": 2})),
+        (
+            "assistant/message",
+            json!({"turn": 1, "step": 2, "model": "m", "message": {"content": "Two files.", "tool_calls": []}}),
+        ),
+        ("step/end", json!({"turn": 1, "step": 2})),
+        (
+            "turn/end",
+            json!({"turn": 1, "reason": {"kind": "max_tokens"}}),
+        ),
+        ("turn/start", json!({"turn": 2})),
+        ("step/start", json!({"turn": 2, "step": 1})),
+        ("step/end", json!({"turn": 2, "step": 1})),
+        (
+            "turn/end",
+            json!({"turn": 2, "reason": {"kind": "error", "failure": {"code": "rate_limited", "message": "slow down", "status": 429}}}),
+        ),
+    ]);
+    let script = ReplayScript::from_session_events("recorded", &events);
+    assert_eq!(script.prompt.as_deref(), Some("list files"));
+    assert_eq!(script.entries.len(), 3, "the interrupted prefix is skipped");
+    let first = &script.entries[0];
+    assert_eq!(
+        first.stream[0].kind,
+        ItemKind::Reasoning(vec!["think".into()])
+    );
+    assert_eq!(
+        first.stream[1].kind,
+        ItemKind::Text(vec!["Looking.".into()])
+    );
+    assert_eq!(
+        first.stream[2].kind,
+        ItemKind::ToolCall {
+            name: "bash".into(),
+            arguments: "{\"command\":\"ls\"}".into(),
+            id: Some("c1".into())
+        }
+    );
+    assert_eq!(first.ending, Ending::Finish(FinishReason::ToolCalls));
+    assert_eq!(
+        script.entries[1].ending,
+        Ending::Finish(FinishReason::Length),
+        "the turn ended max_tokens"
+    );
+    match &script.entries[2].ending {
+        Ending::Error(e) => {
+            assert_eq!(e.kind, ModelErrorKind::RateLimited);
+            assert_eq!(e.message, "slow down");
+            assert_eq!(e.status, Some(429));
+        }
+        other => panic!("{other:?}"),
+    }
+}
