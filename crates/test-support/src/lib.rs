@@ -1,5 +1,5 @@
-//! Seam role: support — test fixtures shared by the workspace: the persistence contract suite
-//! and log capture today; the mock model server, replay scripts and the ACP test driver arrive with their
+//! Seam role: support — test fixtures shared by the workspace: the persistence contract suite,
+//! log capture and the SSE fixtures today; the mock model server, replay scripts and the ACP test driver arrive with their
 //! issues.
 //!
 //! The one non-root crate allowed to name providers, so that a crate's own tests reach
@@ -11,3 +11,4 @@
 
 pub mod logs;
 pub mod persistence_contract;
+pub mod sse;
