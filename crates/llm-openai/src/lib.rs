@@ -9,12 +9,16 @@
 //!   call), renumbered densely, and their arguments concatenated byte-exact;
 //! - the API key never appears in `Debug` output, errors or logs.
 //!
-//! Status: the response decoder and the request encoding are built; the HTTP transport (retries,
-//! timeouts, cancellation) is the next increment of the issue "Model seam and providers".
+//! - retries (with backoff and jitter, honouring Retry-After) happen only before the first
+//!   model event was yielded; cancellation drops the response, closing the connection at once.
 #![deny(missing_docs)]
 
+mod config;
 mod decode;
 mod encode;
+mod model;
 
+pub use config::{ApiKey, OpenAiConfig, OpenAiConfigError, RetryPolicy};
 pub use decode::{MAX_EVENT_BYTES, decode_body};
 pub use encode::{MaxTokensField, encode_request};
+pub use model::OpenAiModel;

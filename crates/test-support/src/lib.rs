@@ -1,5 +1,5 @@
 //! Seam role: support — test fixtures shared by the workspace: the persistence contract suite,
-//! log capture and the SSE fixtures today; the mock model server, replay scripts and the ACP test driver arrive with their
+//! log capture, the SSE fixtures and the mock model server today; the mock model server, replay scripts and the ACP test driver arrive with their
 //! issues.
 //!
 //! The one non-root crate allowed to name providers, so that a crate's own tests reach
@@ -10,5 +10,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod logs;
+pub mod mock_model;
 pub mod persistence_contract;
 pub mod sse;

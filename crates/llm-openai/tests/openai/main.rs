@@ -4,3 +4,4 @@
 
 mod decode;
 mod encode;
+mod http;

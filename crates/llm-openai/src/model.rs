@@ -1,0 +1,394 @@
+//! The HTTP transport (OAI-03, OAI-06, OAI-17..OAI-20): one `reqwest::Client` per model,
+//! retries with backoff before the first model event only, an idle timeout reset by every
+//! received chunk, and cancellation that drops the response (closing the connection) at once.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use dsh_llm::{
+    CancellationToken, Model, ModelError, ModelErrorKind, ModelInfo, ModelRequest, ModelStream,
+};
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use url::Url;
+
+use crate::config::{OpenAiConfig, OpenAiConfigError, validate};
+use crate::decode::{decode_body, error_from};
+use crate::encode::encode_request;
+
+/// The OpenAI-compatible model.
+#[derive(Clone)]
+pub struct OpenAiModel {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: OpenAiConfig,
+    url: Url,
+    client: reqwest::Client,
+    headers: HeaderMap,
+    info: ModelInfo,
+}
+
+impl std::fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("url", &self.inner.url.as_str())
+            .field("model", &self.inner.config.model)
+            .finish()
+    }
+}
+
+/// One failed attempt: the error and whether another attempt may follow.
+struct Attempt {
+    error: ModelError,
+    retry: bool,
+}
+
+impl OpenAiModel {
+    /// Validates `config` and builds the client.
+    pub fn new(config: OpenAiConfig) -> Result<OpenAiModel, OpenAiConfigError> {
+        let url = validate(&config)?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                .map_err(|_| OpenAiConfigError::InvalidApiKey)?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        for (name, value) in &config.extra_headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| OpenAiConfigError::InvalidHeader(name.clone()))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| OpenAiConfigError::InvalidHeader(name.to_string()))?;
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("dsh/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|_| OpenAiConfigError::InvalidBaseUrl(config.base_url.clone()))?;
+        let endpoint = format!("{}://{}", url.scheme(), url.host_str().unwrap_or(""))
+            + &url.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let info = ModelInfo {
+            provider: "openai-compatible".into(),
+            model: config.model.clone(),
+            endpoint: Some(endpoint),
+            replay: false,
+        };
+        Ok(OpenAiModel {
+            inner: Arc::new(Inner {
+                config,
+                url,
+                client,
+                headers,
+                info,
+            }),
+        })
+    }
+}
+
+fn transport(message: impl Into<String>) -> ModelError {
+    ModelError::new(ModelErrorKind::Transport, message)
+}
+
+fn kind_for_status(status: u16, body_code: Option<&str>) -> ModelErrorKind {
+    match status {
+        401 | 403 => ModelErrorKind::Auth,
+        402 => ModelErrorKind::InsufficientBalance,
+        429 if body_code == Some("insufficient_quota") => ModelErrorKind::InsufficientBalance,
+        429 => ModelErrorKind::RateLimited,
+        408 | 500..=599 => ModelErrorKind::Server,
+        _ => ModelErrorKind::BadRequest,
+    }
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<u64>().ok()) {
+        return Some(Duration::from_millis(ms));
+    }
+    get("retry-after")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
+/// Yields the body's chunks, failing with `transport` when none arrives within `idle`.
+fn with_idle_timeout(
+    body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
+    idle: Duration,
+    host: String,
+) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
+    futures::stream::unfold((Box::pin(body), false), move |(mut body, failed)| {
+        let host = host.clone();
+        async move {
+            if failed {
+                return None;
+            }
+            match tokio::time::timeout(idle, body.next()).await {
+                Ok(Some(Ok(bytes))) => Some((Ok(bytes), (body, false))),
+                Ok(Some(Err(e))) => Some((Err(io::Error::other(e.to_string())), (body, true))),
+                Ok(None) => None,
+                Err(_) => Some((
+                    Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("no data from {host} for {} s", idle.as_secs_f64()),
+                    )),
+                    (body, true),
+                )),
+            }
+        }
+    })
+}
+
+impl Inner {
+    /// One attempt: send, check the status, and wait for the first item of the stream.
+    async fn attempt(
+        &self,
+        body: Bytes,
+        cancel: &CancellationToken,
+    ) -> Result<ModelStream, Attempt> {
+        let host = self.url.host_str().unwrap_or("").to_owned();
+        let send = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .body(body)
+            .send();
+        let response = tokio::select! {
+            r = tokio::time::timeout(self.config.idle_timeout, send) => r,
+            _ = cancel.cancelled() => return Err(Attempt { error: ModelError::cancelled(), retry: false }),
+        };
+        let response = match response {
+            Err(_) => {
+                return Err(Attempt {
+                    error: transport(format!(
+                        "no data from {host} for {} s",
+                        self.config.idle_timeout.as_secs_f64()
+                    )),
+                    retry: true,
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(Attempt {
+                    error: transport(format!("cannot reach {host}: {}", e.without_url())),
+                    retry: true,
+                });
+            }
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status().as_u16();
+        let request_id = response
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if (300..400).contains(&status) {
+            let to = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("?")
+                .to_owned();
+            let mut error = ModelError::new(
+                ModelErrorKind::Protocol,
+                format!("unexpected redirect to {to}; check base_url"),
+            );
+            error.status = Some(status);
+            return Err(Attempt {
+                error,
+                retry: false,
+            });
+        }
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        if !(200..300).contains(&status) || !content_type.starts_with("text/event-stream") {
+            let after = retry_after(response.headers());
+            let text = read_limited(response, self.config.idle_timeout).await;
+            let json: Option<serde_json::Value> = serde_json::from_slice(&text).ok();
+            let error_obj = json
+                .as_ref()
+                .and_then(|j| j.get("error"))
+                .filter(|e| e.is_object());
+            if (200..300).contains(&status) {
+                let error = match error_obj {
+                    Some(obj) => error_from(obj),
+                    None => ModelError::new(
+                        ModelErrorKind::Protocol,
+                        format!("expected an event stream, got content type {content_type:?}"),
+                    ),
+                };
+                return Err(Attempt {
+                    error,
+                    retry: false,
+                });
+            }
+            let code = error_obj
+                .and_then(|e| e.get("code").or_else(|| e.get("type")))
+                .and_then(|c| c.as_str());
+            let kind = kind_for_status(status, code);
+            let message = error_obj
+                .and_then(|e| e.get("message"))
+                .and_then(|m| m.as_str())
+                .map(str::to_owned)
+                .unwrap_or_else(|| {
+                    String::from_utf8_lossy(&text[..text.len().min(2048)]).into_owned()
+                });
+            let error = ModelError {
+                kind,
+                message,
+                status: Some(status),
+                retry_after: after,
+                request_id,
+            };
+            let retry = matches!(kind, ModelErrorKind::RateLimited | ModelErrorKind::Server);
+            return Err(Attempt { error, retry });
+        }
+        let bytes = with_idle_timeout(response.bytes_stream(), self.config.idle_timeout, host);
+        let mut events = decode_body(bytes).boxed();
+        let first = tokio::select! {
+            item = events.next() => item,
+            _ = cancel.cancelled() => return Err(Attempt { error: ModelError::cancelled(), retry: false }),
+        };
+        match first {
+            Some(Err(error)) if error.kind == ModelErrorKind::Transport => {
+                Err(Attempt { error, retry: true })
+            }
+            Some(Err(error)) => Err(Attempt {
+                error,
+                retry: false,
+            }),
+            None => Err(Attempt {
+                error: transport("the response ended without events"),
+                retry: true,
+            }),
+            Some(Ok(event)) => Ok(cancellable(
+                futures::stream::once(async move { Ok(event) })
+                    .chain(events)
+                    .boxed(),
+                cancel.clone(),
+            )),
+        }
+    }
+
+    fn delay(&self, attempt: u32, after: Option<Duration>) -> Option<Duration> {
+        let policy = &self.config.retry;
+        match after {
+            Some(wait) if wait > policy.max_retry_after => None,
+            Some(wait) => Some(wait),
+            None => {
+                let d = policy
+                    .initial
+                    .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)))
+                    .min(policy.cap);
+                let low = d / 2;
+                let jitter = fastrand::u64(0..=(d - low).as_millis() as u64);
+                Some(low + Duration::from_millis(jitter))
+            }
+        }
+    }
+}
+
+/// Ends the stream with `Err(Cancelled)` as soon as `cancel` fires, dropping the response.
+fn cancellable(events: ModelStream, cancel: CancellationToken) -> ModelStream {
+    futures::stream::unfold((Some(events), cancel), |(events, cancel)| async move {
+        let mut events = events?;
+        tokio::select! {
+            item = events.next() => item.map(|i| (i, (Some(events), cancel))),
+            _ = cancel.cancelled() => {
+                drop(events);
+                Some((Err(ModelError::cancelled()), (None, cancel)))
+            }
+        }
+    })
+    .boxed()
+}
+
+async fn read_limited(response: reqwest::Response, idle: Duration) -> Vec<u8> {
+    let mut body = response.bytes_stream();
+    let mut out = Vec::new();
+    while out.len() < 64 * 1024 {
+        match tokio::time::timeout(idle, body.next()).await {
+            Ok(Some(Ok(chunk))) => out.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    out.truncate(64 * 1024);
+    out
+}
+
+impl Model for OpenAiModel {
+    fn info(&self) -> &ModelInfo {
+        &self.inner.info
+    }
+
+    fn stream(
+        &self,
+        request: ModelRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<ModelStream, ModelError>> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            request.validate()?;
+            let body = encode_request(
+                &inner.config.model,
+                &request,
+                inner.config.send_reasoning_content,
+                inner.config.max_tokens_field,
+            );
+            tracing::trace!(body = %body, "model request");
+            let body = Bytes::from(body.to_string());
+            let mut attempt = 0u32;
+            loop {
+                if cancel.is_cancelled() {
+                    return Err(ModelError::cancelled());
+                }
+                let failed = match inner.attempt(body.clone(), &cancel).await {
+                    Ok(stream) => return Ok(stream),
+                    Err(failed) => failed,
+                };
+                attempt += 1;
+                let delay = if failed.retry && attempt <= inner.config.retry.max_retries {
+                    inner.delay(attempt, failed.error.retry_after)
+                } else {
+                    None
+                };
+                let Some(delay) = delay else {
+                    return Err(failed.error);
+                };
+                tracing::warn!(
+                    attempt,
+                    max = inner.config.retry.max_retries,
+                    delay_ms = delay.as_millis() as u64,
+                    "model request failed ({}); retrying",
+                    failed.error
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = cancel.cancelled() => return Err(ModelError::cancelled()),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,359 @@
+//! The provider over real HTTP against the mock model server on 127.0.0.1 (T-10 headers,
+//! T-12, T-19, T-20, T-22, T-28, T-29, T-34, T-38, T-41, T-42).
+
+use std::time::{Duration, Instant};
+
+use dsh_llm::{
+    CancellationToken, FinishReason, Message, Model, ModelErrorKind, ModelEvent, ModelParams,
+    ModelRequest, StreamChecker,
+};
+use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiConfigError, OpenAiModel, RetryPolicy};
+use dsh_test_support::mock_model::{Ending, MockModelServer, MockResponse, Split};
+use futures::StreamExt;
+
+const KEY: &str = "sk-test-secret-123";
+
+fn config(server: &MockModelServer) -> OpenAiConfig {
+    let mut config = OpenAiConfig::deepseek(Some(ApiKey::new(KEY)));
+    config.base_url = format!("{}/v1", server.base_url());
+    config.retry = RetryPolicy {
+        max_retries: 2,
+        initial: Duration::from_millis(1),
+        cap: Duration::from_millis(5),
+        max_retry_after: Duration::from_secs(60),
+    };
+    config.idle_timeout = Duration::from_secs(5);
+    config
+}
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::User {
+            content: "hi".into(),
+        }],
+        tools: vec![],
+        params: ModelParams::default(),
+        session_id: None,
+    }
+}
+
+async fn run(
+    model: &OpenAiModel,
+    cancel: CancellationToken,
+) -> Result<Vec<Result<ModelEvent, dsh_llm::ModelError>>, dsh_llm::ModelError> {
+    let stream = model.stream(request(), cancel).await?;
+    let items: Vec<_> = stream.collect().await;
+    let mut checker = StreamChecker::new();
+    for item in &items {
+        checker.observe(item).unwrap();
+    }
+    checker.end().unwrap();
+    Ok(items)
+}
+
+#[tokio::test]
+async fn a_streamed_answer_over_http_with_the_right_request() {
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_fixture("text_basic").segments(Split::Every(7)),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert_eq!(
+        items.last().unwrap(),
+        &Ok(ModelEvent::Finish {
+            reason: FinishReason::Stop
+        })
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(
+        r.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(r.header("accept"), Some("text/event-stream"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(r.header("user-agent").unwrap().starts_with("dsh/"));
+    assert_eq!(r.json()["model"], "deepseek-flash");
+    assert_eq!(r.json()["stream"], true);
+    assert_eq!(model.info().provider, "openai-compatible");
+    assert_eq!(
+        model.info().endpoint.as_deref(),
+        Some(server.base_url().as_str())
+    );
+    server.verify();
+}
+
+#[tokio::test]
+async fn statuses_map_to_kinds_and_only_retryable_ones_are_retried() {
+    let openai = r#"{"error":{"message":"described","type":"invalid_request_error","code":null}}"#;
+    let quota = r#"{"error":{"message":"no quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+    let table: [(u16, &str, ModelErrorKind, bool); 14] = [
+        (400, openai, ModelErrorKind::BadRequest, false),
+        (401, openai, ModelErrorKind::Auth, false),
+        (
+            402,
+            "Insufficient Balance",
+            ModelErrorKind::InsufficientBalance,
+            false,
+        ),
+        (403, openai, ModelErrorKind::Auth, false),
+        (404, "not found", ModelErrorKind::BadRequest, false),
+        (408, "timeout", ModelErrorKind::Server, true),
+        (413, openai, ModelErrorKind::BadRequest, false),
+        (422, openai, ModelErrorKind::BadRequest, false),
+        (429, openai, ModelErrorKind::RateLimited, true),
+        (429, quota, ModelErrorKind::InsufficientBalance, false),
+        (500, "boom", ModelErrorKind::Server, true),
+        (502, "bad gateway", ModelErrorKind::Server, true),
+        (503, openai, ModelErrorKind::Server, true),
+        (504, "gateway timeout", ModelErrorKind::Server, true),
+    ];
+    for (status, body, kind, retried) in table {
+        let attempts = if retried { 3 } else { 1 };
+        let responses = (0..attempts)
+            .map(|_| {
+                MockResponse::status(status)
+                    .header("x-request-id", "req-7")
+                    .body(body)
+            })
+            .collect();
+        let server = MockModelServer::start(responses).await;
+        let model = OpenAiModel::new(config(&server)).unwrap();
+        let err = model
+            .stream(request(), CancellationToken::new())
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(
+            (err.kind, err.status),
+            (kind, Some(status)),
+            "{status} {body}"
+        );
+        assert_eq!(err.request_id.as_deref(), Some("req-7"));
+        if body.contains("described") {
+            assert_eq!(err.message, "described");
+        }
+        assert_eq!(server.requests().len(), attempts, "{status}: attempts");
+        server.verify();
+    }
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured() {
+    let server = MockModelServer::start(vec![
+        MockResponse::status(429)
+            .header("retry-after-ms", "200")
+            .body("slow down"),
+        MockResponse::sse_fixture("text_basic"),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    run(&model, CancellationToken::new()).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].at - requests[0].at >= Duration::from_millis(200),
+        "the retry waited as asked"
+    );
+    server.verify();
+}
+
+#[tokio::test]
+async fn hangs_before_headers_are_retried_but_not_after_the_first_event() {
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_fixture("text_basic").hang_before_headers(),
+        MockResponse::sse_fixture("text_basic").hang_before_headers(),
+        MockResponse::sse_fixture("text_basic"),
+    ])
+    .await;
+    let mut c = config(&server);
+    c.idle_timeout = Duration::from_millis(200);
+    let model = OpenAiModel::new(c.clone()).unwrap();
+    run(&model, CancellationToken::new()).await.unwrap();
+    assert_eq!(server.requests().len(), 3);
+
+    let first_chunk = dsh_test_support::sse::fixture("text_basic");
+    let first_line_end = first_chunk.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    let second = first_chunk[first_line_end..]
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .unwrap()
+        + 2
+        + first_line_end;
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_bytes(first_chunk[..second].to_vec()).ending(Ending::Hang),
+    ])
+    .await;
+    c.base_url = format!("{}/v1", server.base_url());
+    let model = OpenAiModel::new(c).unwrap();
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert_eq!(items[0], Ok(ModelEvent::TextDelta("Hello".into())));
+    let err = items[1].as_ref().unwrap_err();
+    assert_eq!(err.kind, ModelErrorKind::Transport);
+    assert!(err.message.contains("no data from 127.0.0.1"), "{err}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "never retried after output started"
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_mid_stream_closes_the_connection() {
+    let bytes = dsh_test_support::sse::fixture("text_basic");
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_bytes(bytes)
+            .segments(Split::PerLine)
+            .ending(Ending::Hang),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    let cancel = CancellationToken::new();
+    let mut stream = model.stream(request(), cancel.clone()).await.unwrap();
+    assert_eq!(
+        stream.next().await.unwrap(),
+        Ok(ModelEvent::TextDelta("Hello".into()))
+    );
+    let cancelled_at = Instant::now();
+    cancel.cancel();
+    // The remaining buffered events may still arrive; the stream then ends Cancelled, at once.
+    let mut last = None;
+    while let Some(item) = stream.next().await {
+        last = Some(item);
+    }
+    assert_eq!(last.unwrap().unwrap_err().kind, ModelErrorKind::Cancelled);
+    drop(stream);
+    let closed = server
+        .wait_closed(0, Duration::from_secs(5))
+        .await
+        .expect("the connection was closed");
+    assert!(closed >= cancelled_at);
+}
+
+#[tokio::test]
+async fn redirects_and_wrong_content_types_are_protocol_errors() {
+    let server = MockModelServer::start(vec![
+        MockResponse::status(302).header("location", "https://elsewhere.example/v1"),
+        MockResponse::status(200)
+            .header("content-type", "text/html")
+            .body("<html>"),
+        MockResponse::status(200)
+            .header("content-type", "application/json")
+            .body(r#"{"error":{"message":"quota","code":"insufficient_quota"}}"#),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    let redirect = model
+        .stream(request(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(redirect.kind, ModelErrorKind::Protocol);
+    assert!(
+        redirect
+            .message
+            .contains("unexpected redirect to https://elsewhere.example/v1; check base_url")
+    );
+    let html = model
+        .stream(request(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(html.kind, ModelErrorKind::Protocol);
+    let json = model
+        .stream(request(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(json.kind, ModelErrorKind::InsufficientBalance);
+    server.verify();
+}
+
+#[test]
+fn configuration_is_checked() {
+    let base = |url: &str, key: Option<&str>| {
+        let mut c = OpenAiConfig::deepseek(key.map(ApiKey::new));
+        c.base_url = url.into();
+        OpenAiModel::new(c).err()
+    };
+    assert_eq!(
+        base("ftp://x", Some("k")),
+        Some(OpenAiConfigError::InvalidBaseUrl("ftp://x".into()))
+    );
+    assert!(matches!(
+        base("https://api.example.com/v1?x=1", Some("k")),
+        Some(OpenAiConfigError::InvalidBaseUrl(_))
+    ));
+    assert!(matches!(
+        base("https://u:p@api.example.com", Some("k")),
+        Some(OpenAiConfigError::InvalidBaseUrl(_))
+    ));
+    assert_eq!(
+        base("https://api.example.com", None),
+        Some(OpenAiConfigError::MissingApiKey)
+    );
+    assert_eq!(
+        base("http://127.0.0.1:8000/v1", None),
+        None,
+        "no key is fine on loopback"
+    );
+    assert_eq!(base("http://localhost:11434/v1", None), None);
+    assert_eq!(
+        base("http://api.example.com", Some("k")),
+        Some(OpenAiConfigError::InsecureKeyTransport(
+            "api.example.com".into()
+        ))
+    );
+    assert_eq!(
+        base("https://api.example.com", Some("has space")),
+        Some(OpenAiConfigError::InvalidApiKey)
+    );
+    let mut c = OpenAiConfig::deepseek(Some(ApiKey::new("k")));
+    c.extra_headers = vec![("Authorization".into(), "x".into())];
+    assert_eq!(
+        OpenAiModel::new(c.clone()).err(),
+        Some(OpenAiConfigError::ReservedHeader("Authorization".into()))
+    );
+    c.extra_headers = vec![("bad header".into(), "x".into())];
+    assert!(matches!(
+        OpenAiModel::new(c.clone()).err(),
+        Some(OpenAiConfigError::InvalidHeader(_))
+    ));
+    c.extra_headers.clear();
+    c.idle_timeout = Duration::ZERO;
+    assert_eq!(
+        OpenAiModel::new(c).err(),
+        Some(OpenAiConfigError::ZeroTimeout)
+    );
+}
+
+#[tokio::test]
+async fn the_key_never_leaks() {
+    let (logs, _guard) = dsh_test_support::logs::capture();
+    let server = MockModelServer::start(vec![
+        MockResponse::status(503).body("busy"),
+        MockResponse::status(503).body("busy"),
+        MockResponse::status(401).body(r#"{"error":{"message":"bad key"}}"#),
+    ])
+    .await;
+    let c = config(&server);
+    assert!(!format!("{c:?}").contains(KEY));
+    let model = OpenAiModel::new(c).unwrap();
+    assert!(!format!("{model:?}").contains(KEY));
+    let err = model
+        .stream(request(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.kind, ModelErrorKind::Auth);
+    assert!(!format!("{err:?} {err}").contains(KEY));
+    let text = logs.text();
+    assert!(text.contains("retrying"), "retries are logged: {text}");
+    assert!(!text.contains(KEY), "{text}");
+}

@@ -1,0 +1,363 @@
+//! A real HTTP/1.1 model server on 127.0.0.1 (llm spec MOCK-01..MOCK-03): scripted responses
+//! replayed byte for byte, in segments, with delays, abrupt endings and hangs, recording every
+//! request and when each connection closed — so a test can prove that a cancelled client
+//! really closed its connection.
+//!
+//! Simplification: every response carries `Connection: close`, so each request gets its own
+//! connection (the client's keep-alive pool is exercised only by reconnecting).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+/// How a response body is cut into writes.
+#[derive(Clone, Debug)]
+pub enum Split {
+    /// One write.
+    Whole,
+    /// Writes of `n` bytes.
+    Every(usize),
+    /// One write per line.
+    PerLine,
+}
+
+/// How a response ends after its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Finish the chunked body and close.
+    Normal,
+    /// Close without the final chunk.
+    Close,
+    /// Keep the connection open and send nothing more.
+    Hang,
+}
+
+/// One scripted response.
+#[derive(Clone, Debug)]
+pub struct MockResponse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    split: Split,
+    delay_between: Duration,
+    ending: Ending,
+    hang_before_headers: bool,
+}
+
+impl MockResponse {
+    /// A 200 SSE response replaying `bytes`.
+    pub fn sse_bytes(bytes: impl Into<Vec<u8>>) -> MockResponse {
+        MockResponse {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: bytes.into(),
+            split: Split::Whole,
+            delay_between: Duration::ZERO,
+            ending: Ending::Normal,
+            hang_before_headers: false,
+        }
+    }
+
+    /// A 200 SSE response replaying fixture `name` of `fixtures/sse/`.
+    pub fn sse_fixture(name: &str) -> MockResponse {
+        MockResponse::sse_bytes(crate::sse::fixture(name))
+    }
+
+    /// A response with `code` and an empty body.
+    pub fn status(code: u16) -> MockResponse {
+        MockResponse {
+            status: code,
+            headers: Vec::new(),
+            ..MockResponse::sse_bytes(Vec::new())
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: &str) -> MockResponse {
+        self.headers.push((name.to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    /// Replaces the body.
+    pub fn body(mut self, bytes: impl Into<Vec<u8>>) -> MockResponse {
+        self.body = bytes.into();
+        self
+    }
+
+    /// Cuts the body into writes.
+    pub fn segments(mut self, split: Split) -> MockResponse {
+        self.split = split;
+        self
+    }
+
+    /// Waits between writes.
+    pub fn delay_between(mut self, delay: Duration) -> MockResponse {
+        self.delay_between = delay;
+        self
+    }
+
+    /// How the response ends.
+    pub fn ending(mut self, ending: Ending) -> MockResponse {
+        self.ending = ending;
+        self
+    }
+
+    /// Accepts the request and never answers.
+    pub fn hang_before_headers(mut self) -> MockResponse {
+        self.hang_before_headers = true;
+        self
+    }
+}
+
+/// One received request.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// Request line method.
+    pub method: String,
+    /// Request path.
+    pub path: String,
+    /// Headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The raw body.
+    pub body: Vec<u8>,
+    /// When it arrived.
+    pub at: Instant,
+    /// When the client closed the connection, once it did.
+    pub closed: Option<Instant>,
+}
+
+impl Recorded {
+    /// The body parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    responses: Mutex<Vec<MockResponse>>,
+    requests: Mutex<Vec<Recorded>>,
+    failures: Mutex<Vec<String>>,
+    changed: Notify,
+}
+
+/// The server. Dropping it stops accepting.
+pub struct MockModelServer {
+    addr: std::net::SocketAddr,
+    shared: Arc<Shared>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl MockModelServer {
+    /// Binds 127.0.0.1:0 and serves `responses`, one per request, in order.
+    pub async fn start(responses: Vec<MockResponse>) -> MockModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let shared = Arc::new(Shared::default());
+        shared
+            .responses
+            .lock()
+            .unwrap()
+            .extend(responses.into_iter().rev());
+        let accept_shared = shared.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(serve(stream, accept_shared.clone()));
+            }
+        });
+        MockModelServer {
+            addr,
+            shared,
+            accept,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Waits until the connection of request `index` is closed by the client, or `timeout`.
+    pub async fn wait_closed(&self, index: usize, timeout: Duration) -> Option<Instant> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.changed.notified();
+            if let Some(at) = self
+                .shared
+                .requests
+                .lock()
+                .unwrap()
+                .get(index)
+                .and_then(|r| r.closed)
+            {
+                return Some(at);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// Panics on an unscripted request or unconsumed responses.
+    pub fn verify(&self) {
+        let failures = self.shared.failures.lock().unwrap().clone();
+        assert!(failures.is_empty(), "mock model server: {failures:?}");
+        let left = self.shared.responses.lock().unwrap().len();
+        assert_eq!(
+            left, 0,
+            "mock model server: {left} response(s) were never requested"
+        );
+    }
+}
+
+impl Drop for MockModelServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    let Some(request) = read_request(&mut stream).await else {
+        return;
+    };
+    let index = {
+        let mut requests = shared.requests.lock().unwrap();
+        requests.push(request);
+        requests.len() - 1
+    };
+    shared.changed.notify_waiters();
+    let response = shared.responses.lock().unwrap().pop();
+    let response = match response {
+        Some(r) => r,
+        None => {
+            let message = format!("mock: no response scripted for request #{}", index + 1);
+            shared.failures.lock().unwrap().push(message.clone());
+            MockResponse::status(500).body(message)
+        }
+    };
+    let closed = respond(&mut stream, &response).await;
+    if !closed {
+        // Wait for the client to close (EOF or reset), which is what cancellation tests watch.
+        let mut buf = [0u8; 1024];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+    if let Some(r) = shared.requests.lock().unwrap().get_mut(index) {
+        r.closed = Some(Instant::now());
+    }
+    shared.changed.notify_waiters();
+}
+
+/// Writes the response; returns true when the server closed the connection itself.
+async fn respond(stream: &mut TcpStream, response: &MockResponse) -> bool {
+    if response.hang_before_headers {
+        return false;
+    }
+    let mut head = format!(
+        "HTTP/1.1 {} Mock\r\nconnection: close\r\ntransfer-encoding: chunked\r\n",
+        response.status
+    );
+    for (name, value) in &response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return true;
+    }
+    let body = &response.body;
+    let pieces: Vec<&[u8]> = match response.split {
+        Split::Whole => vec![&body[..]],
+        Split::Every(n) => body.chunks(n.max(1)).collect(),
+        Split::PerLine => body.split_inclusive(|b| *b == b'\n').collect(),
+    };
+    for (i, piece) in pieces.iter().enumerate() {
+        if i > 0 && !response.delay_between.is_zero() {
+            tokio::time::sleep(response.delay_between).await;
+        }
+        if piece.is_empty() {
+            continue;
+        }
+        let chunk = [format!("{:x}\r\n", piece.len()).as_bytes(), piece, b"\r\n"].concat();
+        if stream.write_all(&chunk).await.is_err() || stream.flush().await.is_err() {
+            return true;
+        }
+    }
+    match response.ending {
+        Ending::Normal => {
+            let _ = stream.write_all(b"0\r\n\r\n").await;
+            let _ = stream.shutdown().await;
+            true
+        }
+        Ending::Close => {
+            let _ = stream.shutdown().await;
+            true
+        }
+        Ending::Hang => false,
+    }
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 8192];
+    let header_end = loop {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+        if let Some(pos) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos;
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..header_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let method = first.next()?.to_owned();
+    let path = first.next()?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = data[header_end + 4..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&buf[..n]);
+    }
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+        at: Instant::now(),
+        closed: None,
+    })
+}
