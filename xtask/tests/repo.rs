@@ -95,7 +95,7 @@ fn the_rfc_corpus_is_complete() {
         ("session-persistence", true),
         ("shell-executor-ownership", false),
         ("acp-bridge-transport", false),
-        ("model-seam", false),
+        ("model-seam", true),
     ] {
         let found: Vec<String> = ["implemented", "proposed"]
             .iter()

@@ -17,7 +17,7 @@
 //!
 //! Every provider calls [`ModelRequest::validate`] before any I/O, and retries happen inside
 //! providers. [`TurnOutcome`] is the one table from an outcome to a turn end. The design is
-//! recorded in docs/rfc/proposed/architecture/2026-11-30-model-seam.md.
+//! recorded in docs/rfc/implemented/architecture/2026-11-30-model-seam.md.
 #![deny(missing_docs)]
 
 mod checker;

@@ -259,3 +259,122 @@ async fn every_split_decodes_the_same() {
         }
     }
 }
+
+fn sse(chunks: &[serde_json::Value]) -> Vec<u8> {
+    let mut out = String::new();
+    for c in chunks {
+        out.push_str(&format!("data: {c}\n\n"));
+    }
+    out.push_str("data: [DONE]\n\n");
+    out.into_bytes()
+}
+
+/// T-16: reassembly corner cases.
+#[tokio::test]
+async fn reassembly_corner_cases() {
+    use serde_json::json;
+    let call =
+        |fragment: serde_json::Value| json!({"choices": [{"delta": {"tool_calls": [fragment]}}]});
+    // Arguments before the name are buffered and emitted as one delta after the start; a
+    // missing id is generated; `stop` with a streamed call finishes `ToolCalls`.
+    let body = sse(&[
+        call(json!({"index": 0, "function": {"arguments": "{\"a\""}})),
+        call(json!({"index": 0, "function": {"name": "bash", "arguments": ":1}"}})),
+        json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
+    ]);
+    let items = decode_split(&body, &[]).await;
+    assert_eq!(
+        items[0],
+        Ok(ModelEvent::ToolCallStart {
+            index: 0,
+            id: "generated".into(),
+            name: "bash".into()
+        })
+    );
+    assert_eq!(
+        items[1],
+        Ok(ModelEvent::ToolCallArgumentsDelta {
+            index: 0,
+            fragment: "{\"a\":1}".into()
+        })
+    );
+    assert!(
+        matches!(&items[2], Ok(ModelEvent::ToolCallEnd { arguments, .. }) if arguments == "{\"a\":1}")
+    );
+    assert_eq!(
+        items[3],
+        Ok(ModelEvent::Finish {
+            reason: FinishReason::ToolCalls
+        })
+    );
+
+    // No index: the array position keys the call.
+    let body = sse(&[
+        json!({"choices": [{"delta": {"tool_calls": [{"id": "p", "function": {"name": "a", "arguments": "{}"}}, {"id": "q", "function": {"name": "b", "arguments": "[]"}}]}}]}),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let names: Vec<String> = decode_split(&body, &[])
+        .await
+        .into_iter()
+        .filter_map(|i| match i {
+            Ok(ModelEvent::ToolCallEnd { name, .. }) => Some(name),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+
+    // A call that never gets a name is a protocol error.
+    let body = sse(&[
+        call(json!({"index": 0, "id": "x", "function": {"arguments": "{}"}})),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let mut checker_free: Vec<Item> =
+        decode_body(futures::stream::iter(vec![Ok(Bytes::from(body))]))
+            .collect()
+            .await;
+    let err = checker_free.pop().unwrap().unwrap_err();
+    assert_eq!(err.kind, ModelErrorKind::Protocol);
+    assert!(err.message.contains("never received a name"), "{err}");
+}
+
+/// T-25: in-stream error codes.
+#[tokio::test]
+async fn in_stream_error_kinds() {
+    use serde_json::json;
+    for (code, kind) in [
+        ("rate_limit_exceeded", ModelErrorKind::RateLimited),
+        ("insufficient_quota", ModelErrorKind::InsufficientBalance),
+        ("invalid_request_error", ModelErrorKind::BadRequest),
+        ("something_else", ModelErrorKind::Server),
+    ] {
+        let body = format!(
+            "data: {}\n\n",
+            json!({"error": {"message": "m", "code": code}})
+        );
+        let items = decode_split(body.as_bytes(), &[]).await;
+        assert_eq!(items[0].as_ref().unwrap_err().kind, kind, "{code}");
+    }
+    let event_error =
+        b"event: error\ndata: {\"error\":{\"message\":\"m\",\"type\":\"rate_limit_error\"}}\n\n";
+    assert_eq!(
+        decode_split(event_error, &[]).await[0]
+            .as_ref()
+            .unwrap_err()
+            .kind,
+        ModelErrorKind::RateLimited
+    );
+}
+
+/// T-43: one event over 16 MiB is refused.
+#[tokio::test]
+async fn an_oversized_event_is_a_protocol_error() {
+    let mut body = b"data: {\"choices\":[{\"delta\":{\"content\":\"".to_vec();
+    body.extend(std::iter::repeat_n(b'x', 17 * 1024 * 1024));
+    body.extend_from_slice(b"\"}}]}\n\n");
+    let items: Vec<Item> = decode_body(futures::stream::iter(vec![Ok(Bytes::from(body))]))
+        .collect()
+        .await;
+    let err = items[0].as_ref().unwrap_err();
+    assert_eq!(err.kind, ModelErrorKind::Protocol);
+    assert!(err.message.contains("16 MiB"), "{err}");
+}
