@@ -194,6 +194,17 @@ impl MockModelServer {
         self.shared.requests.lock().unwrap().clone()
     }
 
+    /// Waits until request `index` has arrived.
+    pub async fn wait_arrival(&self, index: usize) {
+        loop {
+            let notified = self.shared.changed.notified();
+            if self.shared.requests.lock().unwrap().len() > index {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Waits until the connection of request `index` is closed by the client, or `timeout`.
     pub async fn wait_closed(&self, index: usize, timeout: Duration) -> Option<Instant> {
         let deadline = tokio::time::Instant::now() + timeout;

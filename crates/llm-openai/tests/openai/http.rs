@@ -357,3 +357,63 @@ async fn the_key_never_leaks() {
     assert!(text.contains("retrying"), "retries are logged: {text}");
     assert!(!text.contains(KEY), "{text}");
 }
+
+/// T-18: keep-alive comments reset the idle timeout; T-23: a body cut short is `transport`.
+#[tokio::test]
+async fn keep_alive_comments_reset_the_idle_timeout_and_a_cut_body_is_transport() {
+    let mut body = ": keep-alive\n\n".repeat(10).into_bytes();
+    body.extend(dsh_test_support::sse::fixture("text_basic"));
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_bytes(body)
+            .segments(Split::PerLine)
+            .delay_between(Duration::from_millis(20)),
+        MockResponse::sse_fixture("truncated_no_finish").ending(Ending::Close),
+    ])
+    .await;
+    let mut c = config(&server);
+    c.idle_timeout = Duration::from_millis(150);
+    c.retry.max_retries = 0;
+    let model = OpenAiModel::new(c).unwrap();
+    // 20 keep-alive lines 20 ms apart: 400 ms in all, never 150 ms without a byte.
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert_eq!(
+        items.last().unwrap(),
+        &Ok(ModelEvent::Finish {
+            reason: FinishReason::Stop
+        })
+    );
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert_eq!(
+        items.last().unwrap().as_ref().unwrap_err().kind,
+        ModelErrorKind::Transport
+    );
+    assert_eq!(server.requests().len(), 2);
+    server.verify();
+}
+
+/// T-35: a cancel while waiting for headers ends the call at once.
+#[tokio::test]
+async fn a_cancel_before_headers_ends_the_call() {
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_fixture("text_basic").hang_before_headers(),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let model = model.clone();
+        let cancel = cancel.clone();
+        async move { model.stream(request(), cancel).await.err() }
+    });
+    server.wait_arrival(0).await;
+    cancel.cancel();
+    let err = call.await.unwrap().unwrap();
+    assert_eq!(err.kind, ModelErrorKind::Cancelled);
+    assert!(
+        server
+            .wait_closed(0, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "the connection was closed"
+    );
+}
