@@ -113,6 +113,11 @@ pub fn check(metadata: &Metadata, repo: &Repo) -> Result<(Vec<Diagnostic>, usize
         let text = repo.text_or_empty(&manifest_path)?;
         for dep in &member.dependencies {
             let kind = EdgeKind::of(dep);
+            // A dev edge to the package itself only turns on its own test features
+            // (such as a fault-injection seam); it crosses no seam.
+            if dep.name == member.name && kind.section == Section::Dev {
+                continue;
+            }
             let found = match member_roles.get(dep.name.as_str()) {
                 // An unclassified target already has its own diagnostic.
                 Some(to) => to.and_then(|to| {

@@ -181,26 +181,24 @@ pub fn parse(text: &str) -> Doc {
                     doc.tables.push((format!("{rows}x{cols}"), line));
                 }
             }
-            Event::Start(tag @ (Tag::Link { .. } | Tag::Image { .. })) => {
-                let (link_type, dest, inline) = match tag {
-                    Tag::Image {
-                        link_type,
-                        dest_url,
-                        ..
-                    } => (link_type, dest_url, LinkKind::Image),
-                    Tag::Link {
-                        link_type,
-                        dest_url,
-                        ..
-                    } => (link_type, dest_url, LinkKind::Inline),
-                    _ => continue,
-                };
-                doc.links.push(Link {
-                    dest: dest.to_string(),
-                    line: lines.line(range.start),
-                    kind: link_kind(link_type, inline),
-                });
-            }
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                ..
+            }) => doc.links.push(Link {
+                dest: dest_url.to_string(),
+                line: lines.line(range.start),
+                kind: link_kind(link_type, LinkKind::Image),
+            }),
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                ..
+            }) => doc.links.push(Link {
+                dest: dest_url.to_string(),
+                line: lines.line(range.start),
+                kind: link_kind(link_type, LinkKind::Inline),
+            }),
             Event::Start(Tag::HtmlBlock) => html_block = Some(String::new()),
             Event::Html(h) => {
                 if let Some(block) = html_block.as_mut() {

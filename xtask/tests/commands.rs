@@ -33,33 +33,24 @@ fn rfc(title: &str, status: &str) -> String {
 fn the_index_renders_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let p = "Status: proposed";
-    let i = "Status: implemented";
-    write(
-        root,
-        "docs/rfc/proposed/process/2026-07-01-b-x.md",
-        &rfc("# RFC: B", p),
-    );
-    write(
-        root,
-        "docs/rfc/proposed/process/2026-07-01-a-y.md",
-        &rfc("# RFC: A", p),
-    );
-    write(
-        root,
-        "docs/rfc/proposed/process/2026-06-30-z.md",
-        &rfc("# Plain title", p),
-    );
-    write(
-        root,
-        "docs/rfc/implemented/architecture/2026-05-01-arch.md",
-        &rfc("# RFC: Pipes | in titles", i),
-    );
-    write(
-        root,
-        "docs/rfc/implemented/feature/2026-05-02-feat.md",
-        &rfc("# RFC: Feature", i),
-    );
+    let (p, i) = ("Status: proposed", "Status: implemented");
+    for (rel, title, status) in [
+        ("proposed/process/2026-07-01-b-x.md", "# RFC: B", p),
+        ("proposed/process/2026-07-01-a-y.md", "# RFC: A", p),
+        ("proposed/process/2026-06-30-z.md", "# Plain title", p),
+        (
+            "implemented/architecture/2026-05-01-arch.md",
+            "# RFC: Pipes | in titles",
+            i,
+        ),
+        (
+            "implemented/feature/2026-05-02-feat.md",
+            "# RFC: Feature",
+            i,
+        ),
+    ] {
+        write(root, &format!("docs/rfc/{rel}"), &rfc(title, status));
+    }
     let out = run(root, &["rfc", "index"], None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(

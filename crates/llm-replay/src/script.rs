@@ -131,9 +131,9 @@ struct RawScript {
     name: Option<String>,
     prompt: Option<String>,
     entries: Vec<Entry>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    comment: Option<String>,
+    /// Free text for the script's reader; checked to be a string, then ignored.
+    #[serde(default, rename = "comment")]
+    _comment: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -153,9 +153,9 @@ struct RawEntry {
     matcher: Option<Matcher>,
     item_delay_ms: Option<u64>,
     ready_file: Option<PathBuf>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    comment: Option<String>,
+    /// Free text for the script's reader; checked to be a string, then ignored.
+    #[serde(default, rename = "comment")]
+    _comment: Option<String>,
 }
 
 #[derive(Deserialize)]

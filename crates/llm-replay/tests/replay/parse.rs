@@ -71,6 +71,7 @@ fn violations_name_line_and_column() {
         "{ \"version\": 1, \"entries\": [\n  { \"stream\": [ { \"text\": \"a\", \"reasoning\": \"b\" } ] }\n] }",
         "{ \"version\": 1, \"entries\": [\n  { \"error\": { \"kind\": \"cancelled\", \"message\": \"m\" } }\n] }",
         "{ \"version\": 1, \"entries\": [\n  { \"stream\": [ ] \n] }",
+        "{ \"version\": 1, \"entries\": [\n  { \"finish\": \"stop\", \"comment\": 7 }\n] }",
     ];
     for text in cases {
         let err = ReplayScript::from_json_str(text, "bad.json").unwrap_err();
