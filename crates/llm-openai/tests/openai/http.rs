@@ -361,20 +361,21 @@ async fn the_key_never_leaks() {
 /// T-18: keep-alive comments reset the idle timeout; T-23: a body cut short is `transport`.
 #[tokio::test]
 async fn keep_alive_comments_reset_the_idle_timeout_and_a_cut_body_is_transport() {
-    let mut body = ": keep-alive\n\n".repeat(10).into_bytes();
+    let mut body = ": keep-alive\n\n".repeat(20).into_bytes();
     body.extend(dsh_test_support::sse::fixture("text_basic"));
     let server = MockModelServer::start(vec![
         MockResponse::sse_bytes(body)
             .segments(Split::PerLine)
-            .delay_between(Duration::from_millis(20)),
+            .delay_between(Duration::from_millis(25)),
         MockResponse::sse_fixture("truncated_no_finish").ending(Ending::Close),
     ])
     .await;
     let mut c = config(&server);
-    c.idle_timeout = Duration::from_millis(150);
+    c.idle_timeout = Duration::from_millis(500);
     c.retry.max_retries = 0;
     let model = OpenAiModel::new(c).unwrap();
-    // 20 keep-alive lines 20 ms apart: 400 ms in all, never 150 ms without a byte.
+    // 40 keep-alive lines 25 ms apart: a second in all, twice the idle timeout, yet never
+    // more than 25 ms without a byte, a twentyfold margin for a loaded machine.
     let items = run(&model, CancellationToken::new()).await.unwrap();
     assert_eq!(
         items.last().unwrap(),
