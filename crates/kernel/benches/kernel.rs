@@ -50,7 +50,7 @@ fn bench_kernel(c: &mut Criterion) {
             .unwrap();
     }
     c.bench_function("event_emit_10_listeners", |b| {
-        b.iter(|| scope.emit(black_box(&Ping(1))))
+        b.iter(|| scope.emit(black_box(Ping(1))))
     });
 
     c.bench_function("scope_create_dispose_10_disposers", |b| {

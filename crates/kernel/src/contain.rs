@@ -1,5 +1,7 @@
-//! Failure containment: run foreign code (disposers, listeners, plugin `apply`, tasks) so that
-//! its panic or error becomes a value the kernel logs, never an unwind through the kernel.
+//! Failure containment: run foreign code (disposers, listeners, observers, plugin `apply`,
+//! tasks) so that its panic or error becomes a value the caller logs, never an unwind through
+//! the caller. Every crate that calls code it does not own uses these, so a contained panic
+//! reads the same everywhere.
 
 use std::any::Any;
 use std::future::Future;
@@ -10,23 +12,17 @@ use futures::FutureExt;
 use crate::error::BoxError;
 
 /// Why a piece of contained code did not succeed.
-#[derive(Debug)]
-pub(crate) enum Failure {
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The code returned an error.
+    #[error("failed: {0}")]
     Error(BoxError),
+    /// The code panicked; the payload's text, when it had one.
+    #[error("panicked: {0}")]
     Panic(String),
 }
 
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Error(err) => write!(f, "failed: {err}"),
-            Failure::Panic(msg) => write!(f, "panicked: {msg}"),
-        }
-    }
-}
-
-/// The text of a panic payload; panics carry `&str` or `String` in practice. Shared so that
-/// every crate that contains foreign code reports panics the same way.
+/// The text of a panic payload; panics carry `&str` or `String` in practice.
 pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
@@ -38,7 +34,7 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// Calls `f`, turning a panic or an error into a [`Failure`].
-pub(crate) fn call<F>(f: F) -> Result<(), Failure>
+pub fn call<F>(f: F) -> Result<(), Failure>
 where
     F: FnOnce() -> Result<(), BoxError>,
 {
@@ -49,8 +45,8 @@ where
     }
 }
 
-/// Awaits `fut`, turning a panic during any poll or an error into a [`Failure`].
-pub(crate) async fn poll<F>(fut: F) -> Result<(), Failure>
+/// Awaits `fut`, turning a panic during any poll, or an error, into a [`Failure`].
+pub async fn poll<F>(fut: F) -> Result<(), Failure>
 where
     F: Future<Output = Result<(), BoxError>>,
 {

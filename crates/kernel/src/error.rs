@@ -64,6 +64,43 @@ pub enum KernelError {
         /// The plugin's name.
         name: String,
     },
+    /// A plugin refused to be unloaded or reloaded now (an unload check registered with
+    /// [`crate::Scope::add_unload_check`] failed). The plugin stays loaded and unchanged.
+    #[error("plugin `{name}` refused to unload: {source}")]
+    UnloadRefused {
+        /// The plugin's name.
+        name: String,
+        /// What the plugin's check said.
+        #[source]
+        source: BoxError,
+    },
+    /// A scope cannot own itself.
+    #[error("scope `{scope}` cannot own itself")]
+    OwnsItself {
+        /// The scope's path.
+        scope: String,
+    },
+    /// [`crate::Teardown::for_scope`] takes a detached scope: a kernel child is disposed by
+    /// its parent, which would skip the teardown's steps.
+    #[error("scope `{scope}` is a child in the scope tree; only a detached scope takes a teardown")]
+    NotDetached {
+        /// The scope's path.
+        scope: String,
+    },
+    /// A detached scope already has its teardown.
+    #[error("scope `{scope}` already has a teardown")]
+    TeardownBound {
+        /// The scope's path.
+        scope: String,
+    },
+    /// A graceful task needs tokio's timers; the current runtime was built without them.
+    #[error(
+        "scope `{scope}` cannot spawn a graceful task: the tokio runtime has no timer (enable_time)"
+    )]
+    NoTimer {
+        /// The scope's path.
+        scope: String,
+    },
     /// The runtime is shutting down and loads no more plugins.
     #[error("the runtime is shutting down; plugin `{name}` was not loaded")]
     ShuttingDown {
@@ -87,6 +124,18 @@ pub enum KernelError {
         /// The panic payload, when it was a string.
         message: String,
     },
+}
+
+impl KernelError {
+    /// The kernel error a plugin's `apply` failed with, when that is what it returned (for
+    /// example the [`KernelError::DuplicateService`] of a second provider), so a caller can
+    /// tell kernel failures apart without matching message text.
+    pub fn apply_cause(&self) -> Option<&KernelError> {
+        match self {
+            KernelError::PluginApply { source, .. } => source.downcast_ref::<KernelError>(),
+            _ => None,
+        }
+    }
 }
 
 /// How a scoped task ended without producing its output.

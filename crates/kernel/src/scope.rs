@@ -1,52 +1,83 @@
-//! The scope tree: every effect (disposer, service, listener, task, child scope) belongs to a
-//! scope, and disposing the scope undoes all of them in a fixed order.
+//! The scope tree: every effect (disposer, service, listener, task, child scope, owner link)
+//! belongs to a scope, and disposing the scope undoes all of them in a fixed order.
 //!
-//! Order: child scopes first (newest child first), then the scope's own effects last-in-first-
-//! out. One ordered chain per scope, never concurrent siblings, because teardown order is
-//! load-bearing (an agent's closing `turn/end` must be flushed before its session detaches).
+//! This module holds the node itself: creation (children and detached scopes), phases, the
+//! cancellation token and the atomic registration of effects. Disposal is in `dispose.rs`,
+//! owner links in `owner.rs`, tasks in `tasks.rs`.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, OnceLock, Weak};
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
-use crate::contain;
 use crate::error::{BoxError, KernelError, Outcome};
 use crate::events::EventBus;
+use crate::owner::{Link, Owned};
 use crate::services::ServiceRegistry;
+use crate::tasks::TaskEffect;
+use crate::teardown::Teardown;
 
-/// One undo action, run once when its scope is disposed.
-pub(crate) type Effect = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), BoxError>> + Send>;
+/// An undo action run once when its scope is disposed.
+pub(crate) type Undo = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), BoxError>> + Send>;
+
+/// A check consulted before the runtime unloads or reloads the plugin owning the scope.
+pub(crate) type UnloadCheck = Arc<dyn Fn() -> Result<(), BoxError> + Send + Sync>;
+
+/// One effect of a scope, undone when the scope is disposed.
+pub(crate) enum Effect {
+    /// A disposer, or the withdrawal of a service or listener.
+    Undo(Undo),
+    /// A scoped task: cancelled (after its grace, if it has one) and awaited.
+    Task(TaskEffect),
+    /// An unload check: nothing to undo, it simply stops being consulted.
+    UnloadCheck(UnloadCheck),
+}
 
 /// Wraps a synchronous undo action as an [`Effect`].
 pub(crate) fn sync_effect(f: impl FnOnce() + Send + 'static) -> Effect {
-    Box::new(move || {
+    Effect::Undo(Box::new(move || {
         f();
         Box::pin(std::future::ready(Ok(())))
-    })
+    }))
 }
 
-/// State shared by every scope of one runtime: the service table, the event bus and the id
-/// counter that orders effects.
+/// Ids grow monotonically across the process, so sorting effects by id is their registration
+/// order, and an id never names two things (scopes, effects, links and teardowns share it).
+pub(crate) fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// State shared by every scope of one runtime: the service table, the event bus and the
+/// bookkeeping of live scopes.
 pub(crate) struct Shared {
     pub(crate) services: ServiceRegistry,
     pub(crate) bus: EventBus,
-    next_id: AtomicU64,
+    /// Scopes created and not yet disposed, the root included.
+    pub(crate) live: AtomicUsize,
+    /// Scopes created outside the tree, held until they are disposed (or the runtime ends),
+    /// each with the teardown that owns it, if one was bound.
+    pub(crate) detached: Mutex<BTreeMap<u64, DetachedEntry>>,
+    /// Set when the runtime's shutdown begins: no new detached scope is accepted.
+    pub(crate) closing: AtomicBool,
 }
 
-impl Shared {
-    /// Ids grow monotonically across the runtime, so sorting effects by id is their
-    /// registration order.
-    pub(crate) fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
+pub(crate) struct DetachedEntry {
+    pub(crate) scope: Scope,
+    pub(crate) teardown: Option<Teardown>,
+}
+
+/// Counts one scope as disposed. Saturating, because a runtime dropped while a disposal is
+/// still finishing elsewhere counts that scope itself.
+pub(crate) fn count_disposed(shared: &Shared) {
+    let _ = shared
+        .live
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
 }
 
 /// Where a scope is in its life. It only moves forward.
@@ -56,7 +87,7 @@ pub enum ScopePhase {
     Active,
     /// Disposal has begun: new effects are refused, existing ones are being undone.
     Disposing,
-    /// Every child and every effect has been disposed.
+    /// Every child, owned teardown and effect has been disposed.
     Disposed,
 }
 
@@ -75,25 +106,27 @@ pub struct Scope {
 }
 
 pub(crate) struct ScopeInner {
-    id: u64,
+    pub(crate) id: u64,
     path: Arc<str>,
     pub(crate) shared: Arc<Shared>,
-    parent: Option<Weak<ScopeInner>>,
-    state: Mutex<State>,
-    disposed: Notify,
+    pub(crate) parent: Option<Weak<ScopeInner>>,
+    pub(crate) detached: bool,
+    /// Mirrors `state.phase == Active` for lock-free reads on lookup paths.
+    active: AtomicBool,
+    /// Created on first use: most scopes never hand out a token.
+    token: OnceLock<CancellationToken>,
+    pub(crate) state: Mutex<State>,
+    pub(crate) disposed: Notify,
 }
 
-struct State {
-    phase: ScopePhase,
-    effects: BTreeMap<u64, Effect>,
-    children: BTreeMap<u64, Scope>,
-}
-
-tokio::task_local! {
-    /// Ids of the scopes whose disposal the current task is running. A `dispose()` of one of
-    /// them from inside its own disposal (a disposer disposing its scope, or an ancestor)
-    /// returns at once instead of waiting for itself.
-    static DISPOSING: RefCell<Vec<u64>>;
+pub(crate) struct State {
+    pub(crate) phase: ScopePhase,
+    pub(crate) effects: BTreeMap<u64, Effect>,
+    pub(crate) children: BTreeMap<u64, Scope>,
+    /// Teardowns this scope owns through owner links.
+    pub(crate) owned: BTreeMap<u64, Owned>,
+    /// Links by which other scopes own this one; withdrawn when this disposal completes.
+    pub(crate) owners: Vec<Link>,
 }
 
 impl Scope {
@@ -102,31 +135,43 @@ impl Scope {
         let shared = Arc::new(Shared {
             services: ServiceRegistry::default(),
             bus: EventBus::default(),
-            next_id: AtomicU64::new(1),
+            live: AtomicUsize::new(0),
+            detached: Mutex::new(BTreeMap::new()),
+            closing: AtomicBool::new(false),
         });
-        Scope::new_node(shared, name.into(), None)
+        Scope::new_node(shared, name.into(), None, false)
     }
 
-    fn new_node(shared: Arc<Shared>, path: Arc<str>, parent: Option<Weak<ScopeInner>>) -> Scope {
-        let id = shared.next_id();
+    fn new_node(
+        shared: Arc<Shared>,
+        path: Arc<str>,
+        parent: Option<Weak<ScopeInner>>,
+        detached: bool,
+    ) -> Scope {
+        shared.live.fetch_add(1, Ordering::Relaxed);
         Scope {
             inner: Arc::new(ScopeInner {
-                id,
+                id: next_id(),
                 path,
                 shared,
                 parent,
+                detached,
+                active: AtomicBool::new(true),
+                token: OnceLock::new(),
                 state: Mutex::new(State {
                     phase: ScopePhase::Active,
                     effects: BTreeMap::new(),
                     children: BTreeMap::new(),
+                    owned: BTreeMap::new(),
+                    owners: Vec::new(),
                 }),
                 disposed: Notify::new(),
             }),
         }
     }
 
-    /// The scope's path from the root, e.g. `root/plugin:shell-local/task-7`. Used in logs and
-    /// error messages.
+    /// The scope's path, e.g. `root/plugin:shell-local/task-7`; a detached scope's path names
+    /// the scope that created it, then `~` and its own name. Used in logs and error messages.
     pub fn path(&self) -> &str {
         &self.inner.path
     }
@@ -138,12 +183,17 @@ impl Scope {
 
     /// True until disposal begins.
     pub fn is_active(&self) -> bool {
-        self.phase() == ScopePhase::Active
+        self.inner.active.load(Ordering::Acquire)
     }
 
-    /// How many effects (disposers, services, listeners, live tasks) are registered and not yet
-    /// undone. Finished tasks withdraw themselves, so a steady scope keeps a steady count; tests
-    /// and leak checks read this.
+    /// True for a scope created with [`Scope::detached`].
+    pub fn is_detached(&self) -> bool {
+        self.inner.detached
+    }
+
+    /// How many effects (disposers, services, listeners, live tasks, unload checks) are
+    /// registered and not yet undone. Finished tasks withdraw themselves, so a steady scope
+    /// keeps a steady count; tests and leak checks read this.
     pub fn effect_count(&self) -> usize {
         self.inner.state.lock().effects.len()
     }
@@ -153,8 +203,35 @@ impl Scope {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// Creates a child scope. The child is disposed before any effect of this scope, and it
-    /// removes itself from this scope once disposed on its own.
+    /// The scope's cancellation signal. It fires the moment disposal begins, before any child,
+    /// owned teardown or effect is disposed; a child scope's token is a child of its parent's,
+    /// so it fires with any ancestor's. A detached scope's token is its own. Tasks that should
+    /// wind down on their own watch it (see [`Scope::spawn_graceful`]).
+    pub fn token(&self) -> CancellationToken {
+        let token = self
+            .inner
+            .token
+            .get_or_init(|| match self.parent() {
+                Some(parent) => parent.token().child_token(),
+                None => CancellationToken::new(),
+            })
+            .clone();
+        // Pairs with the fence in `begin_disposal`: either that side sees this token and
+        // cancels it, or this side sees the phase change and cancels it here.
+        fence(Ordering::SeqCst);
+        if !self.inner.active.load(Ordering::Relaxed) {
+            token.cancel();
+        }
+        token
+    }
+
+    pub(crate) fn parent(&self) -> Option<Scope> {
+        let parent = self.inner.parent.as_ref()?.upgrade()?;
+        Some(Scope { inner: parent })
+    }
+
+    /// Creates a child scope. Children are disposed before any effect of this scope, and a
+    /// child disposed on its own removes itself from this scope.
     pub fn child(&self, name: &str) -> Result<Scope, KernelError> {
         let mut state = self.inner.state.lock();
         if state.phase != ScopePhase::Active {
@@ -165,9 +242,36 @@ impl Scope {
             self.inner.shared.clone(),
             path,
             Some(Arc::downgrade(&self.inner)),
+            false,
         );
         state.children.insert(child.inner.id, child.clone());
         Ok(child)
+    }
+
+    /// Creates a scope outside the kernel tree: it shares this runtime's services and event
+    /// bus, but no scope disposes it as a child. Whoever needs it gone owns it explicitly,
+    /// with [`Scope::own`] (directly, or through a [`Teardown`] bound with
+    /// [`Teardown::for_scope`]); [`crate::Runtime::shutdown`] disposes what is left, each
+    /// through its own teardown. Dropping every handle does not drop its effects: the runtime
+    /// holds it until it is disposed. Refused when this scope is closed or the runtime is
+    /// shutting down.
+    pub fn detached(&self, name: &str) -> Result<Scope, KernelError> {
+        let shared = &self.inner.shared;
+        // Held across the check so a shutdown cannot slip between it and the insertion.
+        let mut detached = shared.detached.lock();
+        if !self.is_active() || shared.closing.load(Ordering::Acquire) {
+            return Err(self.closed("detached scopes"));
+        }
+        let path: Arc<str> = format!("{}/~{}", self.inner.path, name).into();
+        let scope = Scope::new_node(shared.clone(), path, None, true);
+        detached.insert(
+            scope.inner.id,
+            DetachedEntry {
+                scope: scope.clone(),
+                teardown: None,
+            },
+        );
+        Ok(scope)
     }
 
     /// Registers `disposer` to run when this scope is disposed, after every effect registered
@@ -180,10 +284,10 @@ impl Scope {
         Fut::Output: Outcome,
     {
         let id = self.register("disposers", |_| {
-            Ok(Box::new(move || {
+            Ok(Some(Effect::Undo(Box::new(move || {
                 let fut = disposer();
                 Box::pin(async move { fut.await.into_result() }) as BoxFuture<'static, _>
-            }))
+            }))))
         })?;
         Ok(DisposerKey {
             scope: self.inner.id,
@@ -197,26 +301,64 @@ impl Scope {
         key.scope == self.inner.id && self.remove_effect(key.id)
     }
 
+    /// Registers a check that [`crate::Runtime::unload`] and [`crate::Runtime::reload`]
+    /// consult before disposing the plugin this scope belongs to: an `Err` refuses the unload
+    /// with [`KernelError::UnloadRefused`] and the plugin stays loaded. A provider whose users
+    /// hold its instance (open sessions, running processes) uses it to say "not now" instead
+    /// of being pulled out from under them. Shutdown does not consult it.
+    pub fn add_unload_check<F>(&self, check: F) -> Result<(), KernelError>
+    where
+        F: Fn() -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        let check: UnloadCheck = Arc::new(check);
+        self.register("unload checks", |_| Ok(Some(Effect::UnloadCheck(check))))?;
+        Ok(())
+    }
+
+    /// The unload checks of this scope and of its descendants, cloned out of their tables.
+    pub(crate) fn unload_checks(&self) -> Vec<UnloadCheck> {
+        let (mut checks, children): (Vec<UnloadCheck>, Vec<Scope>) = {
+            let state = self.inner.state.lock();
+            let checks = state
+                .effects
+                .values()
+                .filter_map(|e| match e {
+                    Effect::UnloadCheck(check) => Some(check.clone()),
+                    _ => None,
+                })
+                .collect();
+            (checks, state.children.values().cloned().collect())
+        };
+        for child in children {
+            checks.extend(child.unload_checks());
+        }
+        checks
+    }
+
     /// Registers an effect built by `make` (which receives the effect's id) atomically with
     /// the phase check: either the scope is active and the effect is recorded, or nothing
-    /// happens. `make` runs under the scope's lock and must not call back into this scope.
+    /// happens. `make` runs under the scope's lock, must not call back into this scope, and
+    /// may return `None` when there turned out to be nothing to undo.
     pub(crate) fn register(
         &self,
         what: &'static str,
-        make: impl FnOnce(u64) -> Result<Effect, KernelError>,
+        make: impl FnOnce(u64) -> Result<Option<Effect>, KernelError>,
     ) -> Result<u64, KernelError> {
         let mut state = self.inner.state.lock();
         if state.phase != ScopePhase::Active {
             return Err(self.closed(what));
         }
-        let id = self.inner.shared.next_id();
-        let effect = make(id)?;
-        state.effects.insert(id, effect);
+        let id = next_id();
+        if let Some(effect) = make(id)? {
+            state.effects.insert(id, effect);
+        }
         Ok(id)
     }
 
+    /// Removes an effect without running it; the effect is dropped after the lock is released.
     pub(crate) fn remove_effect(&self, id: u64) -> bool {
-        self.inner.state.lock().effects.remove(&id).is_some()
+        let removed = self.inner.state.lock().effects.remove(&id);
+        removed.is_some()
     }
 
     pub(crate) fn closed(&self, what: &'static str) -> KernelError {
@@ -234,95 +376,21 @@ impl Scope {
         Scope { inner }
     }
 
-    /// Disposes the scope: child scopes first (newest first), then its own effects
-    /// last-in-first-out. Idempotent and memoised: every caller, concurrent or later, resolves
-    /// when the one disposal has completed. Dropping this future does not stop the disposal:
-    /// the rest of it continues on a tokio task. Called from inside this scope's own disposal
-    /// (a disposer disposing its scope), it returns at once.
-    pub async fn dispose(&self) {
-        if self.in_own_disposal() {
-            return;
-        }
-        if self.begin_disposal() {
-            // Each top-level disposal carries its own copy of the reentrancy stack, so the
-            // future stays correct if it is moved to another task by `FinishOnDrop`.
-            let stack = DISPOSING
-                .try_with(|s| s.borrow().clone())
-                .unwrap_or_default();
-            let run = DISPOSING.scope(RefCell::new(stack), self.clone().disposal());
-            FinishOnDrop(Some(Box::pin(run))).await;
-        } else {
-            self.wait_disposed().await;
-        }
-    }
-
-    fn in_own_disposal(&self) -> bool {
-        DISPOSING
-            .try_with(|s| s.borrow().contains(&self.inner.id))
-            .unwrap_or(false)
-    }
-
-    /// Moves the phase to `Disposing`; true for the one caller that did so.
-    fn begin_disposal(&self) -> bool {
-        let mut state = self.inner.state.lock();
-        if state.phase == ScopePhase::Active {
+    /// Moves the phase to `Disposing` and fires the token; true for the one caller that did.
+    pub(crate) fn begin_disposal(&self) -> bool {
+        {
+            let mut state = self.inner.state.lock();
+            if state.phase != ScopePhase::Active {
+                return false;
+            }
             state.phase = ScopePhase::Disposing;
-            true
-        } else {
-            false
+            self.inner.active.store(false, Ordering::Release);
         }
-    }
-
-    async fn wait_disposed(&self) {
-        loop {
-            let notified = self.inner.disposed.notified();
-            let mut notified = std::pin::pin!(notified);
-            // Enable before checking, so a completion between the check and the await is seen.
-            notified.as_mut().enable();
-            if self.phase() == ScopePhase::Disposed {
-                return;
-            }
-            notified.await;
+        fence(Ordering::SeqCst);
+        if let Some(token) = self.inner.token.get() {
+            token.cancel();
         }
-    }
-
-    /// The disposal chain of a scope whose phase this task moved to `Disposing`.
-    fn disposal(self) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
-            let _ = DISPOSING.try_with(|s| s.borrow_mut().push(self.inner.id));
-            let children = std::mem::take(&mut self.inner.state.lock().children);
-            for child in children.into_values().rev() {
-                if child.begin_disposal() {
-                    child.disposal().await;
-                } else if !child.in_own_disposal() {
-                    child.wait_disposed().await;
-                }
-            }
-            let effects = std::mem::take(&mut self.inner.state.lock().effects);
-            for (_, effect) in effects.into_iter().rev() {
-                if let Err(failure) = run_effect(effect).await {
-                    tracing::error!(scope = %self.inner.path, "disposer {failure}");
-                }
-            }
-            self.inner.state.lock().phase = ScopePhase::Disposed;
-            if let Some(parent) = self.inner.parent.as_ref().and_then(Weak::upgrade) {
-                parent.state.lock().children.remove(&self.inner.id);
-            }
-            self.inner.disposed.notify_waiters();
-            tracing::trace!(scope = %self.inner.path, "scope disposed");
-        })
-    }
-}
-
-async fn run_effect(effect: Effect) -> Result<(), contain::Failure> {
-    let mut fut = None;
-    contain::call(|| {
-        fut = Some(effect());
-        Ok(())
-    })?;
-    match fut {
-        Some(fut) => contain::poll(fut).await,
-        None => Ok(()),
+        true
     }
 }
 
@@ -332,37 +400,5 @@ impl std::fmt::Debug for Scope {
             .field("path", &self.inner.path)
             .field("phase", &self.phase())
             .finish()
-    }
-}
-
-/// Runs a disposal future to completion even if the awaiting caller is dropped: on drop, an
-/// unfinished disposal moves to a tokio task.
-struct FinishOnDrop(Option<BoxFuture<'static, ()>>);
-
-impl Future for FinishOnDrop {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        if let Some(fut) = this.0.as_mut() {
-            std::task::ready!(fut.as_mut().poll(cx));
-            this.0 = None;
-        }
-        Poll::Ready(())
-    }
-}
-
-impl Drop for FinishOnDrop {
-    fn drop(&mut self) {
-        if let Some(fut) = self.0.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    handle.spawn(fut);
-                }
-                Err(_) => tracing::error!(
-                    "a scope disposal was abandoned: its future was dropped outside a tokio runtime"
-                ),
-            }
-        }
     }
 }

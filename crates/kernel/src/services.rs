@@ -4,7 +4,10 @@
 //! A service is any `T: ?Sized + Send + Sync + 'static` held as `Arc<T>`, in practice a trait
 //! object (`dyn ShellExecutor`) or a concrete spine type (`SessionStore`). The table is keyed by
 //! `TypeId` with a pass-through-cheap hasher, because lookups sit on hot paths (agents look
-//! their model up at every step).
+//! their model up at every step). A lookup through a scope whose disposal has begun fails, so
+//! code running on a scope that is going away cannot pick up a provider it should no longer
+//! use; a removed or refused service is dropped only after the table's lock is released,
+//! because its `Drop` may look services up.
 
 use std::any::{Any, TypeId, type_name};
 use std::sync::Arc;
@@ -30,10 +33,22 @@ struct Entry {
 
 impl ServiceRegistry {
     fn remove(&self, key: TypeId, registration: u64) {
-        let mut entries = self.entries.write();
-        if entries.get(&key).map(|e| e.registration) == Some(registration) {
-            entries.remove(&key);
-        }
+        let removed = {
+            let mut entries = self.entries.write();
+            if entries.get(&key).map(|e| e.registration) == Some(registration) {
+                entries.remove(&key)
+            } else {
+                None
+            }
+        };
+        drop(removed);
+    }
+
+    /// Empties the table, dropping every service after the lock is released. The runtime's
+    /// last resort: it breaks reference cycles through services that hold a scope.
+    pub(crate) fn clear(&self) {
+        let all = std::mem::take(&mut *self.entries.write());
+        drop(all);
     }
 }
 
@@ -48,7 +63,9 @@ impl Scope {
         let key = TypeId::of::<T>();
         let shared = self.inner.shared.clone();
         let provider: Arc<str> = self.path().into();
-        self.register("services", |registration| {
+        // A refused service comes back out of the closure and is dropped after the locks.
+        let mut refused = Some(service);
+        let outcome = self.register("services", |registration| {
             let mut entries = shared.services.entries.write();
             if let Some(existing) = entries.get(&key) {
                 return Err(KernelError::DuplicateService {
@@ -56,6 +73,9 @@ impl Scope {
                     provider: existing.provider.to_string(),
                 });
             }
+            let Some(service) = refused.take() else {
+                return Ok(None);
+            };
             entries.insert(
                 key,
                 Entry {
@@ -65,16 +85,27 @@ impl Scope {
                 },
             );
             drop(entries);
-            Ok(sync_effect(move || {
+            Ok(Some(sync_effect(move || {
                 shared.services.remove(key, registration);
-            }))
-        })?;
-        Ok(())
+            })))
+        });
+        drop(refused);
+        outcome.map(drop)
     }
 
-    /// The provider of `T`, if one is provided now. Look services up per use rather than
-    /// caching them, so a reloaded provider is picked up.
+    /// The provider of `T`, if one is provided now and this scope is still active. Look
+    /// services up per use rather than caching them, so a reloaded provider is picked up.
     pub fn get<T>(&self) -> Option<Arc<T>>
+    where
+        T: ?Sized + Send + Sync + 'static,
+    {
+        if !self.is_active() {
+            return None;
+        }
+        self.lookup::<T>()
+    }
+
+    fn lookup<T>(&self) -> Option<Arc<T>>
     where
         T: ?Sized + Send + Sync + 'static,
     {
@@ -86,13 +117,17 @@ impl Scope {
             .cloned()
     }
 
-    /// Like [`Scope::get`], but a missing service is a [`KernelError::MissingService`] naming
-    /// the type.
+    /// Like [`Scope::get`], but says why there is nothing: [`KernelError::ScopeClosed`] when
+    /// this scope's disposal has begun, [`KernelError::MissingService`] naming the type when
+    /// nobody provides it.
     pub fn require<T>(&self) -> Result<Arc<T>, KernelError>
     where
         T: ?Sized + Send + Sync + 'static,
     {
-        self.get::<T>().ok_or(KernelError::MissingService {
+        if !self.is_active() {
+            return Err(self.closed("service lookups"));
+        }
+        self.lookup::<T>().ok_or(KernelError::MissingService {
             service: type_name::<T>(),
         })
     }

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use dsh_kernel::BoxError;
-use parking_lot::RwLock;
+use dsh_kernel::{BoxError, CowList};
 
 use crate::event::SessionEvent;
 use crate::id::SessionId;
@@ -82,37 +81,33 @@ pub(crate) struct Subscriber {
 }
 
 /// The store's subscribers, shared with its sessions (which publish `on_append` themselves).
-/// Copy-on-write: readers take an `Arc` snapshot and call observers with no lock held.
+/// The kernel's copy-on-write list: readers take a snapshot and call observers with no lock
+/// held, and a removed observer is dropped outside the list's lock.
 #[derive(Default)]
 pub(crate) struct Observers {
-    list: RwLock<Arc<[Subscriber]>>,
+    list: CowList<Subscriber>,
     next: AtomicU64,
 }
 
 impl Observers {
     pub(crate) fn add(&self, interest: Interest, observer: Arc<dyn SessionObserver>) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut list = self.list.write();
-        let mut next: Vec<Subscriber> = list.to_vec();
-        next.push(Subscriber {
+        self.list.push(Subscriber {
             id,
             interest,
             observer,
         });
-        *list = next.into();
         id
     }
 
     pub(crate) fn remove(&self, id: u64) {
-        let mut list = self.list.write();
-        let next: Vec<Subscriber> = list.iter().filter(|s| s.id != id).cloned().collect();
-        *list = next.into();
+        self.list.retain(|s| s.id != id);
     }
 
     /// The subscribers interested in `id`, in subscription order.
     pub(crate) fn interested(&self, id: &SessionId) -> Vec<Subscriber> {
         self.list
-            .read()
+            .snapshot()
             .iter()
             .filter(|s| s.interest.covers(id))
             .cloned()
@@ -122,8 +117,12 @@ impl Observers {
     /// Calls `f` for each subscriber interested in `id`, on a snapshot (no allocation; the
     /// append hot path uses this).
     pub(crate) fn each_interested(&self, id: &SessionId, mut f: impl FnMut(&Subscriber)) {
-        let snapshot = self.list.read().clone();
-        for sub in snapshot.iter().filter(|s| s.interest.covers(id)) {
+        for sub in self
+            .list
+            .snapshot()
+            .iter()
+            .filter(|s| s.interest.covers(id))
+        {
             f(sub);
         }
     }

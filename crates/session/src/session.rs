@@ -3,10 +3,10 @@
 //! observers under the session's publication lock.
 
 use std::cell::Cell;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use dsh_kernel::contain;
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
@@ -217,15 +217,17 @@ impl Session {
     fn publish(&self, event: &Arc<SessionEvent>) {
         self.inner.observers.each_interested(self.id(), |sub| {
             IN_ON_APPEND.set(true);
-            let outcome = catch_unwind(AssertUnwindSafe(|| sub.observer.on_append(self, event)));
+            let outcome = contain::call(|| {
+                sub.observer.on_append(self, event);
+                Ok(())
+            });
             IN_ON_APPEND.set(false);
-            if let Err(payload) = outcome {
-                let message = dsh_kernel::panic_message(payload.as_ref());
+            if let Err(failure) = outcome {
                 tracing::warn!(
                     session = %self.id(),
                     observer = sub.observer.name(),
                     seq = event.seq,
-                    "session/event observer panicked: {message}"
+                    "session/event observer {failure}"
                 );
             }
         });

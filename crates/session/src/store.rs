@@ -5,11 +5,9 @@
 //! other than `on_append` run with no lock held.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use dsh_kernel::{BoxError, Scope};
-use futures::FutureExt;
+use dsh_kernel::{BoxError, Scope, contain};
 use futures::future::join_all;
 use parking_lot::Mutex;
 
@@ -447,14 +445,13 @@ impl SessionStore {
     }
 }
 
-/// Awaits an observer callback, turning a panic into an error.
+/// Awaits an observer callback with the kernel's containment, so a panic becomes an error.
 async fn contained(
     call: impl std::future::Future<Output = Result<(), BoxError>>,
 ) -> Result<(), BoxError> {
-    match AssertUnwindSafe(call).catch_unwind().await {
-        Ok(result) => result,
-        Err(payload) => {
-            Err(format!("panicked: {}", dsh_kernel::panic_message(payload.as_ref())).into())
-        }
+    match contain::poll(call).await {
+        Ok(()) => Ok(()),
+        Err(contain::Failure::Error(err)) => Err(err),
+        Err(panic) => Err(Box::new(panic)),
     }
 }

@@ -3,9 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod events;
+mod hygiene;
+mod lifecycle;
+mod ownership;
 mod plugins;
 mod reload;
 mod scopes;
 mod services;
 mod support;
 mod tasks;
+mod tasks_support;

@@ -127,7 +127,7 @@ async fn a_failed_or_panicking_apply_leaves_nothing_behind() {
             runtime.scope().get::<Marker>().is_none(),
             "service withdrawn"
         );
-        runtime.scope().emit(&1u8);
+        runtime.scope().emit(1u8);
         assert_eq!(
             effects.take(),
             ["disposer ran"],
@@ -319,4 +319,116 @@ async fn a_plugin_may_load_another_plugin_from_apply() {
     runtime.load(plugin).await.unwrap();
     assert_eq!(runtime.plugins(), ["parent", "nested"]);
     assert_eq!(log.take(), ["apply nested"]);
+}
+
+/// Loads `inner` from its own `apply`, as a plugin that brings its own helpers does.
+struct Outer {
+    runtime: std::sync::Weak<Runtime>,
+    log: Log,
+}
+
+#[async_trait]
+impl Plugin for Outer {
+    fn name(&self) -> &str {
+        "outer"
+    }
+    async fn apply(&self, _scope: &Scope) -> Result<(), BoxError> {
+        let runtime = self.runtime.upgrade().ok_or("runtime gone")?;
+        runtime.load(recorder("inner", &self.log)).await?;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_plugin_loaded_from_another_plugins_apply_is_reloaded_and_unloaded_with_it() {
+    let log = Log::default();
+    let runtime = Arc::new(Runtime::new());
+    let outer = || Outer {
+        runtime: Arc::downgrade(&runtime),
+        log: log.clone(),
+    };
+    runtime.load(outer()).await.unwrap();
+    assert_eq!(runtime.plugins(), ["outer", "inner"]);
+    log.take();
+
+    runtime.reload(outer()).await.unwrap();
+    assert_eq!(log.take(), ["dispose inner", "apply inner"]);
+    assert_eq!(runtime.plugins(), ["outer", "inner"]);
+
+    runtime.unload("outer").await.unwrap();
+    assert_eq!(log.take(), ["dispose inner"]);
+    assert!(runtime.plugins().is_empty());
+    runtime.shutdown().await;
+    assert_eq!(runtime.live_scopes(), 0);
+}
+
+#[tokio::test]
+async fn a_duplicate_service_inside_apply_stays_a_typed_kernel_error() {
+    struct Twice;
+    #[async_trait]
+    impl Plugin for Twice {
+        fn name(&self) -> &str {
+            "twice"
+        }
+        async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
+            scope.provide::<u8>(Arc::new(1))?;
+            scope.provide::<u8>(Arc::new(2))?;
+            Ok(())
+        }
+    }
+    let runtime = Runtime::new();
+    let err = runtime.load(Twice).await.unwrap_err();
+    assert!(
+        matches!(
+            err.apply_cause(),
+            Some(KernelError::DuplicateService { .. })
+        ),
+        "{err:?}"
+    );
+    assert!(runtime.scope().get::<u8>().is_none());
+}
+
+#[tokio::test]
+async fn an_unload_check_that_says_no_keeps_the_plugin_loaded_until_it_says_yes() {
+    struct Busy(Arc<std::sync::atomic::AtomicBool>);
+    #[async_trait]
+    impl Plugin for Busy {
+        fn name(&self) -> &str {
+            "busy"
+        }
+        async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
+            scope.provide::<u16>(Arc::new(7))?;
+            let busy = self.0.clone();
+            scope.add_unload_check(move || {
+                if busy.load(std::sync::atomic::Ordering::SeqCst) {
+                    Err("2 sessions are still open".into())
+                } else {
+                    Ok(())
+                }
+            })?;
+            Ok(())
+        }
+    }
+    let busy = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let runtime = Runtime::new();
+    runtime.load(Busy(busy.clone())).await.unwrap();
+
+    for refused in [
+        runtime.unload("busy").await,
+        runtime.reload(Busy(busy.clone())).await,
+    ] {
+        let err = refused.unwrap_err();
+        assert!(matches!(err, KernelError::UnloadRefused { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("2 sessions are still open"),
+            "{err}"
+        );
+    }
+    assert_eq!(runtime.plugins(), ["busy"]);
+    assert_eq!(*runtime.scope().require::<u16>().unwrap(), 7);
+
+    busy.store(false, std::sync::atomic::Ordering::SeqCst);
+    runtime.unload("busy").await.unwrap();
+    assert!(runtime.plugins().is_empty());
+    runtime.shutdown().await;
 }

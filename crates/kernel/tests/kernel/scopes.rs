@@ -7,16 +7,7 @@ use dsh_kernel::{KernelError, Runtime, ScopePhase};
 use futures::poll;
 use tokio::sync::oneshot;
 
-use crate::support::{Log, capture_logs};
-
-fn disposer(log: &Log, name: &str) -> impl FnOnce() -> std::future::Ready<()> + Send + 'static {
-    let log = log.clone();
-    let name = name.to_owned();
-    move || {
-        log.push(name);
-        std::future::ready(())
-    }
-}
+use crate::support::{Log, capture_logs, disposer};
 
 #[tokio::test]
 async fn disposers_run_lifo_with_children_first() {

@@ -113,3 +113,56 @@ async fn services_are_withdrawn_in_lifo_order_with_the_other_effects() {
     let seen: Vec<_> = rx.try_iter().collect();
     assert_eq!(seen, [("late", true), ("early", false)]);
 }
+
+#[tokio::test]
+async fn a_lookup_through_a_disposing_or_disposed_scope_fails_with_scope_closed() {
+    let runtime = Runtime::new();
+    runtime
+        .scope()
+        .provide::<String>(Arc::new("shared".into()))
+        .unwrap();
+    let scope = runtime.scope().child("agent").unwrap();
+    assert!(scope.get::<String>().is_some());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let inside = scope.clone();
+    scope
+        .add_disposer(move || {
+            let seen = (inside.get::<String>().is_none(), inside.require::<String>());
+            let _ = tx.send(matches!(seen, (true, Err(KernelError::ScopeClosed { .. }))));
+            async {}
+        })
+        .unwrap();
+    scope.dispose().await;
+    assert!(rx.await.unwrap(), "refused while disposing");
+    assert!(matches!(
+        scope.require::<String>(),
+        Err(KernelError::ScopeClosed { .. })
+    ));
+    assert!(
+        runtime.scope().get::<String>().is_some(),
+        "still served elsewhere"
+    );
+}
+
+#[tokio::test]
+async fn after_a_reload_lookups_reach_only_the_new_instance() {
+    struct Instance(u32);
+    struct Provider(u32);
+    #[dsh_kernel::async_trait]
+    impl dsh_kernel::Plugin for Provider {
+        fn name(&self) -> &str {
+            "provider"
+        }
+        async fn apply(&self, scope: &dsh_kernel::Scope) -> Result<(), dsh_kernel::BoxError> {
+            scope.provide::<Instance>(Arc::new(Instance(self.0)))?;
+            Ok(())
+        }
+    }
+    let runtime = Runtime::new();
+    runtime.load(Provider(1)).await.unwrap();
+    let old = Arc::downgrade(&runtime.scope().require::<Instance>().unwrap());
+    runtime.reload(Provider(2)).await.unwrap();
+    assert_eq!(runtime.scope().require::<Instance>().unwrap().0, 2);
+    assert!(old.upgrade().is_none(), "nothing kept the old instance");
+    runtime.shutdown().await;
+}

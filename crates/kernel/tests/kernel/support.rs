@@ -16,4 +16,14 @@ impl Log {
     }
 }
 
+/// A disposer that records `name` when it runs.
+pub fn disposer(log: &Log, name: &str) -> impl FnOnce() -> std::future::Ready<()> + Send + use<> {
+    let log = log.clone();
+    let name = name.to_owned();
+    move || {
+        log.push(name);
+        std::future::ready(())
+    }
+}
+
 pub use dsh_test_support::logs::capture as capture_logs;

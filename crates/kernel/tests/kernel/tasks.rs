@@ -5,16 +5,7 @@ use std::sync::Arc;
 use dsh_kernel::{KernelError, Runtime, TaskError};
 use tokio::sync::oneshot;
 
-/// Signals when dropped: proves a task's future is gone.
-struct DropSignal(Option<oneshot::Sender<()>>);
-
-impl Drop for DropSignal {
-    fn drop(&mut self) {
-        if let Some(tx) = self.0.take() {
-            let _ = tx.send(());
-        }
-    }
-}
+use crate::tasks_support::DropSignal;
 
 #[tokio::test]
 async fn dispose_cancels_and_awaits_its_tasks() {
