@@ -15,7 +15,7 @@
 //!   instant. This is why listeners must not block.
 
 use std::any::{Any, TypeId, type_name};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -46,6 +46,9 @@ impl<E: 'static> Clone for Listener<E> {
     }
 }
 
+/// A queued delivery of one event.
+type Pending = Box<dyn FnOnce()>;
+
 type Lists = FxHashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 
 #[derive(Default)]
@@ -60,17 +63,23 @@ pub(crate) struct EventBus {
 }
 
 thread_local! {
-    /// The buses this thread is delivering on, each with the events emitted meanwhile.
-    static DELIVERING: RefCell<Vec<Delivery>> = const { RefCell::new(Vec::new()) };
-}
-
-struct Delivery {
-    bus: usize,
-    queue: VecDeque<Box<dyn FnOnce()>>,
+    /// The bus of the innermost delivery running on this thread (0: none). Checked first, so
+    /// an emit outside any delivery costs one thread-local read.
+    static ACTIVE: Cell<usize> = const { Cell::new(0) };
+    /// The buses of the outer deliveries on this thread, for the rare emit across runtimes.
+    static OUTER: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// Events emitted during a delivery on their bus, with that bus, in emission order.
+    static QUEUED: RefCell<VecDeque<(usize, Pending)>> = const { RefCell::new(VecDeque::new()) };
 }
 
 fn bus_key(shared: &Shared) -> usize {
     &shared.bus as *const EventBus as usize
+}
+
+/// True when this thread is delivering on the bus `key`, at any depth.
+fn delivering_on(key: usize) -> bool {
+    let active = ACTIVE.get();
+    active == key || (active != 0 && OUTER.with_borrow(|outer| outer.contains(&key)))
 }
 
 impl EventBus {
@@ -99,9 +108,7 @@ impl EventBus {
     /// removal on a thread that is itself delivering skips the wait: that delivery is further
     /// up this very stack, and it re-reads the list for every event it delivers.
     fn quiesce(&self) {
-        let key = self as *const EventBus as usize;
-        let delivering_here = DELIVERING.with_borrow(|stack| stack.iter().any(|d| d.bus == key));
-        if !delivering_here {
+        if !delivering_on(self as *const EventBus as usize) {
             drop(self.gate.write());
         }
     }
@@ -143,55 +150,55 @@ impl Scope {
     /// listener, the event is delivered once the current event has reached every listener.
     pub fn emit<E: 'static>(&self, event: E) {
         let shared = &self.inner.shared;
-        let Some(list) = shared.bus.list::<E>() else {
+        let lists = shared.bus.lists.load();
+        let Some(list) = lists
+            .get(&TypeId::of::<E>())
+            .and_then(|list| list.downcast_ref::<CowList<Listener<E>>>())
+        else {
             return;
         };
-        if list.is_empty() {
+        let key = bus_key(shared);
+        if delivering_on(key) {
+            let shared = shared.clone();
+            let delivery: Pending = Box::new(move || deliver(&shared, &event));
+            QUEUED.with_borrow_mut(|queue| queue.push_back((key, delivery)));
             return;
         }
-        let key = bus_key(shared);
-        let mut event = Some(event);
-        DELIVERING.with_borrow_mut(|stack| {
-            if let Some(delivery) = stack.iter_mut().find(|d| d.bus == key)
-                && let Some(event) = event.take()
-            {
-                let shared = shared.clone();
-                delivery
-                    .queue
-                    .push_back(Box::new(move || deliver(&shared, &event)));
-            }
-        });
-        let Some(event) = event else {
-            return;
-        };
         // Not delivering on this bus yet: this call delivers, then drains what listeners emit.
-        DELIVERING.with_borrow_mut(|stack| {
-            stack.push(Delivery {
-                bus: key,
-                queue: VecDeque::new(),
-            })
-        });
-        let _pop = PopDelivery;
+        let _active = Activate::new(key);
         let _gate = shared.bus.gate.read();
-        deliver_to(&list, &event);
-        while let Some(next) = DELIVERING.with_borrow_mut(|stack| {
-            stack
-                .iter_mut()
-                .find(|d| d.bus == key)
-                .and_then(|d| d.queue.pop_front())
+        deliver_to(list, &event);
+        drop(lists);
+        while let Some(next) = QUEUED.with_borrow_mut(|queue| {
+            let at = queue.iter().position(|(bus, _)| *bus == key)?;
+            queue.remove(at).map(|(_, delivery)| delivery)
         }) {
             next();
         }
     }
 }
 
-/// Pops this thread's innermost delivery record, also if a delivery unwinds.
-struct PopDelivery;
+/// Marks this thread as delivering on a bus until dropped, also if a delivery unwinds.
+struct Activate {
+    previous: usize,
+}
 
-impl Drop for PopDelivery {
+impl Activate {
+    fn new(key: usize) -> Activate {
+        let previous = ACTIVE.replace(key);
+        if previous != 0 {
+            OUTER.with_borrow_mut(|outer| outer.push(previous));
+        }
+        Activate { previous }
+    }
+}
+
+impl Drop for Activate {
     fn drop(&mut self) {
-        let leftover = DELIVERING.with_borrow_mut(|stack| stack.pop());
-        drop(leftover);
+        if self.previous != 0 {
+            OUTER.with_borrow_mut(|outer| outer.pop());
+        }
+        ACTIVE.set(self.previous);
     }
 }
 

@@ -129,6 +129,13 @@ impl JsonlPersistence {
         }))
     }
 
+    /// The sessions this instance has open (created or resumed, not yet closed).
+    pub fn open_sessions(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = self.open.lock().keys().cloned().collect();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids
+    }
+
     fn check_open(&self) -> Result<(), PersistenceError> {
         if self.closed.load(Ordering::SeqCst) {
             Err(PersistenceError::Closed)
@@ -483,8 +490,24 @@ async fn resume_file(
     })?
 }
 
+/// Why the JSONL plugin refused to unload: sessions bound to its instance are still open.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{count} session(s) still open in the JSONL provider ({ids}); detach them before unloading it"
+)]
+pub struct StillOpen {
+    /// The open sessions' ids, comma-separated.
+    pub ids: String,
+    /// How many are open.
+    pub count: usize,
+}
+
 /// Provides `dyn SessionPersistence` backed by JSONL files, and shuts it down (flushing every
 /// open session) when its scope is disposed.
+///
+/// The instance is bound to every session it has open (the persistence bridge keeps it per
+/// session), so the plugin refuses to be unloaded or reloaded while any is open: detach them
+/// first. Shutdown is not refused; it flushes and closes what is still open.
 pub struct JsonlPlugin {
     /// The provider's configuration.
     pub config: JsonlConfig,
@@ -499,6 +522,21 @@ impl Plugin for JsonlPlugin {
     async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
         let persistence = JsonlPersistence::new(self.config.clone())?;
         scope.provide::<dyn SessionPersistence>(persistence.clone())?;
+        let watched = Arc::downgrade(&persistence);
+        scope.add_unload_check(move || {
+            let open = watched
+                .upgrade()
+                .map(|p| p.open_sessions())
+                .unwrap_or_default();
+            if open.is_empty() {
+                return Ok(());
+            }
+            let ids: Vec<&str> = open.iter().map(SessionId::as_str).collect();
+            Err(Box::new(StillOpen {
+                ids: ids.join(", "),
+                count: open.len(),
+            }))
+        })?;
         scope.add_disposer(move || async move { persistence.shutdown().await })?;
         Ok(())
     }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dsh_kernel::BoxError;
+use dsh_kernel::{BoxError, Scope};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -19,9 +19,23 @@ use crate::session::Session;
 
 /// Feeds a persistence provider from the store's notifications. Subscribe exactly one, with
 /// `Interest::All`, before any session is created.
+///
+/// Each session is bound, when it is announced, to the provider instance current at that
+/// moment, and keeps it until it leaves the store. A bridge made with
+/// [`PersistenceBridge::resolving`] looks the provider up as a kernel service for every new
+/// session, so after the provider plugin is reloaded new sessions reach the new instance;
+/// the JSONL provider refuses to unload while it still has open sessions, so no live session
+/// ever loses the instance it is bound to.
 pub struct PersistenceBridge {
-    persistence: Arc<dyn SessionPersistence>,
+    source: Source,
     pumps: Mutex<HashMap<SessionId, Arc<Pump>>>,
+}
+
+enum Source {
+    /// One provider for every session.
+    Fixed(Arc<dyn SessionPersistence>),
+    /// Whatever provides `dyn SessionPersistence` when a session is announced.
+    Lookup(Scope),
 }
 
 struct Pump {
@@ -39,18 +53,42 @@ struct PumpState {
     handed: u64,
     /// Set once `create` succeeded; events queued before wait for it.
     created: bool,
+    /// The provider instance this session is bound to, from `create` on.
+    persistence: Option<Arc<dyn SessionPersistence>>,
     stopping: bool,
     /// A failed `append`: sticky, so no later barrier reports durability it does not have.
     failure: Option<String>,
 }
 
 impl PersistenceBridge {
-    /// A bridge to `persistence`.
+    /// A bridge to one fixed `persistence` instance.
     pub fn new(persistence: Arc<dyn SessionPersistence>) -> Arc<PersistenceBridge> {
         Arc::new(PersistenceBridge {
-            persistence,
+            source: Source::Fixed(persistence),
             pumps: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// A bridge that binds each new session to the `dyn SessionPersistence` service provided
+    /// when the session is announced, looked up through `scope`. Without a provider the
+    /// announcement is vetoed with [`dsh_kernel::KernelError::MissingService`].
+    pub fn resolving(scope: Scope) -> Arc<PersistenceBridge> {
+        Arc::new(PersistenceBridge {
+            source: Source::Lookup(scope),
+            pumps: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn resolve(&self) -> Result<Arc<dyn SessionPersistence>, BoxError> {
+        match &self.source {
+            Source::Fixed(persistence) => Ok(persistence.clone()),
+            Source::Lookup(scope) => Ok(scope.require::<dyn SessionPersistence>()?),
+        }
+    }
+
+    /// The instance a created session is bound to.
+    fn bound(pump: &Pump) -> Option<Arc<dyn SessionPersistence>> {
+        pump.state.lock().persistence.clone()
     }
 
     fn pump(&self, id: &SessionId) -> Arc<Pump> {
@@ -140,7 +178,8 @@ impl SessionObserver for PersistenceBridge {
             ),
             None => (Origin::New, 0),
         };
-        if let Err(err) = self.persistence.create(session.header(), origin).await {
+        let persistence = self.resolve()?;
+        if let Err(err) = persistence.create(session.header(), origin).await {
             self.pumps.lock().remove(&id);
             return Err(err.into());
         }
@@ -158,8 +197,9 @@ impl SessionObserver for PersistenceBridge {
             state.queue = queue;
             state.handed = restored_len;
             state.created = true;
+            state.persistence = Some(persistence.clone());
         }
-        tokio::spawn(Self::run(self.persistence.clone(), id, pump.clone()));
+        tokio::spawn(Self::run(persistence, id, pump.clone()));
         pump.work.notify_one();
         Ok(())
     }
@@ -181,11 +221,11 @@ impl SessionObserver for PersistenceBridge {
         let Some(pump) = self.pumps.lock().get(session.id()).cloned() else {
             return Ok(());
         };
-        if !pump.state.lock().created {
+        let Some(persistence) = Self::bound(&pump) else {
             return Ok(());
-        }
+        };
         Self::drained(&pump, session.next_seq()).await?;
-        self.persistence.flush(session.id()).await?;
+        persistence.flush(session.id()).await?;
         Ok(())
     }
 
@@ -203,7 +243,10 @@ impl SessionObserver for PersistenceBridge {
             DisposeReason::Detached => CloseIntent::Flush,
             DisposeReason::RolledBack => CloseIntent::Abandon,
         };
-        let closed = self.persistence.close(session.id(), intent).await;
+        let closed = match Self::bound(&pump) {
+            Some(persistence) => persistence.close(session.id(), intent).await,
+            None => Ok(()),
+        };
         drained?;
         closed?;
         Ok(())

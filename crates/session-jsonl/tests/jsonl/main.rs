@@ -6,4 +6,5 @@
 
 mod bridge;
 mod contract;
+mod plugin;
 mod provider;

@@ -549,3 +549,37 @@ async fn relative_cwd_is_refused_and_header_is_normalized() {
     assert_eq!(s.header().version, 1);
     assert!(s.header().created_at > 0);
 }
+
+#[tokio::test]
+async fn an_observer_whose_drop_subscribes_again_does_not_hang_its_removal() {
+    struct Resubscribes {
+        store: std::sync::Weak<SessionStore>,
+        scope: dsh_kernel::Scope,
+    }
+    impl dsh_session::SessionObserver for Resubscribes {
+        fn name(&self) -> &str {
+            "resubscribes"
+        }
+    }
+    impl Drop for Resubscribes {
+        fn drop(&mut self) {
+            // Touches the observer list from inside the removed observer's own drop.
+            if let Some(store) = self.store.upgrade() {
+                let _ = store.subscribe(&self.scope, Interest::All, Arc::new(Recorder::default()));
+            }
+        }
+    }
+    let runtime = Runtime::new();
+    let store = SessionStore::new();
+    let watcher = runtime.scope().child("watcher").unwrap();
+    let observer = Arc::new(Resubscribes {
+        store: Arc::downgrade(&store),
+        scope: runtime.scope().clone(),
+    });
+    store.subscribe(&watcher, Interest::All, observer).unwrap();
+
+    tokio::time::timeout(std::time::Duration::from_secs(20), watcher.dispose())
+        .await
+        .expect("no deadlock");
+    runtime.shutdown().await;
+}
