@@ -1,9 +1,39 @@
-//! Seam role: definition (layer 3) — agents: `Agent`, `AgentHandle`, `AgentFactory`,
-//! `AgentRegistry`, turn tickets and agent events.
+//! Seam role: definition (layer 3) — agents: the [`Agent`] trait and its verbs, [`TurnTicket`]s,
+//! the memoised [`AgentHandle`] teardown, creation requests and the [`AgentRegistry`] service.
 //!
-//! Invariants this crate will hold (agent spec AG-*): `cancel(cause)` is the only public stop
-//! verb; `AgentHandle::dispose()` is the only teardown, in the order stop and await the loop,
-//! unregister, detach the session; the agent id is the session id.
+//! An agent is a live object bound to exactly one live session; its id *is* the session id,
+//! and that id is also the owner token of whatever its tools start. Consumers (the ACP bridge,
+//! `dsh run`, the bash tools' notices) use these traits only; the agent loop provides them.
 //!
-//! Status: not implemented yet. A later issue fills this crate; until then it exports nothing.
+//! # Invariants
+//!
+//! - A ticket resolves exactly once: the provider resolves it, or dropping its sender resolves
+//!   it `Failed` with code `internal`, so no caller waits forever.
+//! - `AgentHandle::dispose` is memoised and shared: every clone, every owner scope and the
+//!   plugin's unload run one teardown; dropping a dispose future never interrupts it; dropping
+//!   handles disposes nothing.
+//! - Delivery verbs only enqueue: they never await, never wait for a turn and never append to
+//!   the session.
+//! - This crate holds no consumer vocabulary: how a turn end is reported (an ACP stop reason,
+//!   an exit status) is each front end's own mapping of [`TurnEndReason`].
 #![deny(missing_docs)]
+
+mod agent;
+mod error;
+mod event;
+mod factory;
+mod handle;
+mod message;
+mod options;
+mod ticket;
+
+pub use agent::{Agent, AgentStatus};
+pub use error::AgentError;
+pub use event::AgentEvent;
+pub use factory::{AgentFactory, AgentRegistry, CreateAgent, ResumeAgent};
+pub use handle::AgentHandle;
+pub use message::{MessageId, MessageSource, UserMessage};
+pub use options::AgentOptions;
+pub use ticket::{TicketSender, TurnOutcome, TurnTicket};
+
+pub use dsh_session::{CancelCause, Failure, Session, SessionId, TurnEndReason};

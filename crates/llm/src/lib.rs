@@ -16,7 +16,8 @@
 //! - a failure is either the `Err` of `stream()` or the one terminal `Err` item.
 //!
 //! Every provider calls [`ModelRequest::validate`] before any I/O, and retries happen inside
-//! providers. [`TurnOutcome`] is the one table from an outcome to a turn end. The design is
+//! providers. [`StepOutcome`] says what a model result means for the step that asked for it;
+//! how a front end reports a turn end is each consumer's own table. The design is
 //! recorded in docs/rfc/implemented/architecture/2026-11-30-model-seam.md.
 #![deny(missing_docs)]
 
@@ -32,7 +33,7 @@ pub use tokio_util::sync::CancellationToken;
 
 pub use checker::{ContractViolation, StreamChecker};
 pub use error::{ModelError, ModelErrorKind};
-pub use outcome::TurnOutcome;
+pub use outcome::StepOutcome;
 pub use types::{
     FinishReason, Message, ModelEvent, ModelInfo, ModelParams, ModelRequest, ReasoningEffort,
     ToolCall, ToolSpec, Usage,

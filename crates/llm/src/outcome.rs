@@ -1,13 +1,14 @@
-//! The one table from a model outcome to what the agent does with the turn (llm spec §1.4):
-//! the turn end, the ACP `stopReason` and the `dsh run` exit status.
+//! What a model result means for the step that made the request: run the tools, end the turn
+//! with a given reason, or fail it. Nothing here knows how a front end reports a turn end (an
+//! ACP stop reason, an exit status): each consumer maps the agent's turn end itself.
 
 use crate::error::{ModelError, ModelErrorKind};
 use crate::types::FinishReason;
 
-/// What a model outcome means for the turn.
+/// What a model outcome means for the step.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TurnOutcome {
-    /// The turn ends `completed`.
+pub enum StepOutcome {
+    /// The model is done: the turn ends `completed` unless something else is owed.
     Completed,
     /// The requested tools run and the loop continues.
     RunTools,
@@ -24,50 +25,26 @@ pub enum TurnOutcome {
     },
 }
 
-impl TurnOutcome {
+impl StepOutcome {
     /// The outcome of a successful stream's `Finish`.
-    pub fn from_finish(reason: &FinishReason) -> TurnOutcome {
+    pub fn from_finish(reason: &FinishReason) -> StepOutcome {
         match reason {
-            FinishReason::Stop | FinishReason::Other(_) => TurnOutcome::Completed,
-            FinishReason::ToolCalls => TurnOutcome::RunTools,
-            FinishReason::Length => TurnOutcome::MaxTokens,
-            FinishReason::ContentFilter => TurnOutcome::Refusal,
+            FinishReason::Stop | FinishReason::Other(_) => StepOutcome::Completed,
+            FinishReason::ToolCalls => StepOutcome::RunTools,
+            FinishReason::Length => StepOutcome::MaxTokens,
+            FinishReason::ContentFilter => StepOutcome::Refusal,
         }
     }
 
     /// The outcome of a failed stream. A `cancelled` error aborts the turn only when the agent
     /// asked for it; one nobody requested is an error like any other.
-    pub fn from_error(error: &ModelError, cancel_requested: bool) -> TurnOutcome {
+    pub fn from_error(error: &ModelError, cancel_requested: bool) -> StepOutcome {
         if error.kind == ModelErrorKind::Cancelled && cancel_requested {
-            TurnOutcome::Aborted
+            StepOutcome::Aborted
         } else {
-            TurnOutcome::Error {
+            StepOutcome::Error {
                 code: error.kind.code(),
             }
-        }
-    }
-
-    /// The ACP `stopReason`, or `None` for the JSON-RPC error `-32603` (and for `RunTools`,
-    /// which ends no turn).
-    pub fn stop_reason(&self) -> Option<&'static str> {
-        match self {
-            TurnOutcome::Completed => Some("end_turn"),
-            TurnOutcome::MaxTokens => Some("max_tokens"),
-            TurnOutcome::Refusal => Some("refusal"),
-            TurnOutcome::Aborted => Some("cancelled"),
-            TurnOutcome::RunTools | TurnOutcome::Error { .. } => None,
-        }
-    }
-
-    /// The exit status of `dsh run` for a turn ended this way (`None` for `RunTools`).
-    pub fn run_exit_code(&self) -> Option<u8> {
-        match self {
-            TurnOutcome::Completed => Some(0),
-            TurnOutcome::MaxTokens => Some(3),
-            TurnOutcome::Refusal => Some(4),
-            TurnOutcome::Aborted => Some(130),
-            TurnOutcome::Error { .. } => Some(1),
-            TurnOutcome::RunTools => None,
         }
     }
 }

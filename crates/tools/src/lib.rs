@@ -1,11 +1,38 @@
-//! Seam role: definition (layer 2) — tools: the `Tool` trait, tool schemas, `ToolContext`, the
-//! `ToolRegistry` spine and the `ApprovalGate`.
+//! Seam role: definition (layer 2) — tools: the [`Tool`] trait, tool schemas, [`ToolContext`],
+//! the [`ToolRegistry`] spine with its standard in-memory implementation, the
+//! [`ApprovalGate`] and the presentation types a front end renders calls with.
 //!
-//! Tools are registered into one registry by tool plugins and called by the agent loop through
-//! the trait; presentation types let the ACP bridge render a call without knowing the tool.
+//! Tool plugins register tools into the one registry; the agent loop takes an immutable
+//! [`ToolSet`] snapshot per step and calls tools only through the trait. The registry is a
+//! spine rather than a swappable provider, like the session store: every tool plugin
+//! registers into it, so its standard implementation and the plugin that provides it live
+//! here.
 //!
-//! Invariants this crate will hold (agent spec §5, ACP spec §3): tool result codes are lowercase
-//! snake_case; a tool registration ends with the scope that made it.
+//! # Invariants
 //!
-//! Status: not implemented yet. A later issue fills this crate; until then it exports nothing.
+//! - A tool name matches `^[A-Za-z0-9_-]{1,64}$` and is registered at most once; a
+//!   registration ends with the scope that made it.
+//! - A snapshot never changes: the tools offered in a request and the ones that run its calls
+//!   come from the same [`ToolSet`].
+//! - Tool result codes are lowercase snake_case ([`is_result_code`]); the codes the loop itself
+//!   writes are the constants of [`codes`].
+//! - Presentation is a pure function of persisted data (the call and result records), so a
+//!   live call and a replayed one render alike.
 #![deny(missing_docs)]
+
+mod approval;
+pub mod codes;
+mod context;
+mod present;
+mod registry;
+mod tool;
+
+pub use approval::{ApprovalDecision, ApprovalGate, ApprovalRequest};
+pub use codes::is_result_code;
+pub use context::ToolContext;
+pub use present::{TerminalExit, ToolCallView, ToolKindHint, ToolResultView};
+pub use registry::{
+    StandardToolRegistry, ToolRegistry, ToolRegistryError, ToolRegistryPlugin, ToolSet,
+    valid_tool_name,
+};
+pub use tool::{Tool, ToolError, ToolOutput, ToolSchema};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use dsh_llm::{FinishReason, ModelError, ModelErrorKind, TurnOutcome};
+use dsh_llm::{FinishReason, ModelError, ModelErrorKind, StepOutcome};
 
 #[test]
 fn errors_display_and_round_trip_with_snake_case_codes() {
@@ -32,56 +32,43 @@ fn errors_display_and_round_trip_with_snake_case_codes() {
 }
 
 #[test]
-fn outcomes_map_to_turn_ends_stop_reasons_and_exit_codes() {
+fn model_results_map_to_step_outcomes() {
     let table = [
         (
-            TurnOutcome::from_finish(&FinishReason::Stop),
-            Some("end_turn"),
-            Some(0),
+            StepOutcome::from_finish(&FinishReason::Stop),
+            StepOutcome::Completed,
         ),
         (
-            TurnOutcome::from_finish(&FinishReason::ToolCalls),
-            None,
-            None,
+            StepOutcome::from_finish(&FinishReason::ToolCalls),
+            StepOutcome::RunTools,
         ),
         (
-            TurnOutcome::from_finish(&FinishReason::Length),
-            Some("max_tokens"),
-            Some(3),
+            StepOutcome::from_finish(&FinishReason::Length),
+            StepOutcome::MaxTokens,
         ),
         (
-            TurnOutcome::from_finish(&FinishReason::ContentFilter),
-            Some("refusal"),
-            Some(4),
+            StepOutcome::from_finish(&FinishReason::ContentFilter),
+            StepOutcome::Refusal,
         ),
         (
-            TurnOutcome::from_finish(&FinishReason::Other("eos".into())),
-            Some("end_turn"),
-            Some(0),
+            StepOutcome::from_finish(&FinishReason::Other("eos".into())),
+            StepOutcome::Completed,
         ),
         (
-            TurnOutcome::from_error(&ModelError::cancelled(), true),
-            Some("cancelled"),
-            Some(130),
+            StepOutcome::from_error(&ModelError::cancelled(), true),
+            StepOutcome::Aborted,
         ),
         (
-            TurnOutcome::from_error(&ModelError::cancelled(), false),
-            None,
-            Some(1),
-        ),
-        (
-            TurnOutcome::from_error(&ModelError::new(ModelErrorKind::Server, "x"), false),
-            None,
-            Some(1),
+            StepOutcome::from_error(&ModelError::new(ModelErrorKind::Server, "x"), false),
+            StepOutcome::Error { code: "server" },
         ),
     ];
-    for (outcome, stop, exit) in table {
-        assert_eq!(outcome.stop_reason(), stop, "{outcome:?}");
-        assert_eq!(outcome.run_exit_code(), exit, "{outcome:?}");
+    for (outcome, expected) in table {
+        assert_eq!(outcome, expected);
     }
     assert_eq!(
-        TurnOutcome::from_error(&ModelError::cancelled(), false),
-        TurnOutcome::Error { code: "cancelled" },
+        StepOutcome::from_error(&ModelError::cancelled(), false),
+        StepOutcome::Error { code: "cancelled" },
         "a cancel nobody requested is an error"
     );
 }

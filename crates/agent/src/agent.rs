@@ -1,0 +1,51 @@
+//! The agent trait: delivery verbs, cancellation and status.
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AgentError;
+use crate::message::UserMessage;
+use crate::options::AgentOptions;
+use crate::ticket::TurnTicket;
+use dsh_session::{CancelCause, Session, SessionId};
+
+/// Whether a turn is running. Disposal is not a status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// No turn is open and no waking message is pending.
+    Idle,
+    /// A turn is open, or about to open for a pending waking message.
+    Running,
+}
+
+/// A live agent. Every method may be called from any thread, any listener and any tool body.
+pub trait Agent: Send + Sync + 'static {
+    /// The agent's id: always the session's id.
+    fn id(&self) -> &SessionId;
+
+    /// The session the agent writes.
+    fn session(&self) -> &Session;
+
+    /// The options it runs with.
+    fn options(&self) -> &AgentOptions;
+
+    /// Idle or running.
+    fn status(&self) -> AgentStatus;
+
+    /// Queues a follow-up: it opens a turn of its own (one follow-up per turn).
+    fn send(&self, message: UserMessage) -> Result<TurnTicket, AgentError>;
+
+    /// Queues steering: it enters the running turn at its next step, or opens one.
+    fn steer(&self, message: UserMessage) -> Result<TurnTicket, AgentError>;
+
+    /// Queues an injected message: it rides along with the next step that happens anyway and
+    /// never opens a turn by itself.
+    fn inject(&self, message: UserMessage) -> Result<TurnTicket, AgentError>;
+
+    /// Cancels what is pending and the open turn; `false` when there was nothing to cancel.
+    fn cancel(&self, cause: CancelCause) -> bool;
+
+    /// Resolves once the agent is quiescent: idle, no driver, every tool task settled.
+    fn when_idle(&self) -> BoxFuture<'static, ()>;
+}

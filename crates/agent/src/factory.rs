@@ -1,0 +1,126 @@
+//! Creating and resuming agents, and the registry service.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dsh_kernel::Scope;
+use dsh_session::SessionId;
+use dsh_tools::ApprovalGate;
+
+use crate::agent::Agent;
+use crate::error::AgentError;
+use crate::handle::AgentHandle;
+use crate::options::AgentOptions;
+
+/// A request for a new agent over a new session.
+#[non_exhaustive]
+#[derive(Clone)]
+pub struct CreateAgent {
+    /// The scope that co-owns the agent: disposing it tears the agent down. Required, so a
+    /// caller cannot forget to own what it created (configured agents pass the plugin scope).
+    pub owner: Scope,
+    /// The id; `None` mints one.
+    pub session_id: Option<SessionId>,
+    /// Absolute UTF-8 working directory; `None` is the process's.
+    pub cwd: Option<PathBuf>,
+    /// Overrides of the loop's defaults, field by field.
+    pub options: Option<AgentOptions>,
+    /// Consulted before tools that need approval.
+    pub approval: Option<Arc<dyn ApprovalGate>>,
+}
+
+impl CreateAgent {
+    /// A request owned by `owner`, with everything else defaulted.
+    pub fn new(owner: Scope) -> CreateAgent {
+        CreateAgent {
+            owner,
+            session_id: None,
+            cwd: None,
+            options: None,
+            approval: None,
+        }
+    }
+
+    /// With the id `id`.
+    pub fn with_id(mut self, id: SessionId) -> CreateAgent {
+        self.session_id = Some(id);
+        self
+    }
+
+    /// With the working directory `cwd`.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> CreateAgent {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// With options.
+    pub fn with_options(mut self, options: AgentOptions) -> CreateAgent {
+        self.options = Some(options);
+        self
+    }
+
+    /// With an approval gate.
+    pub fn with_approval(mut self, approval: Arc<dyn ApprovalGate>) -> CreateAgent {
+        self.approval = Some(approval);
+        self
+    }
+}
+
+/// A request to continue a stored session with a new agent.
+#[non_exhaustive]
+#[derive(Clone)]
+pub struct ResumeAgent {
+    /// The scope that co-owns the agent.
+    pub owner: Scope,
+    /// The stored session.
+    pub session_id: SessionId,
+    /// Options for the resumed agent (never taken from the log).
+    pub options: Option<AgentOptions>,
+    /// Consulted before tools that need approval.
+    pub approval: Option<Arc<dyn ApprovalGate>>,
+}
+
+impl ResumeAgent {
+    /// A request to resume `session_id`, owned by `owner`.
+    pub fn new(owner: Scope, session_id: SessionId) -> ResumeAgent {
+        ResumeAgent {
+            owner,
+            session_id,
+            options: None,
+            approval: None,
+        }
+    }
+
+    /// With options.
+    pub fn with_options(mut self, options: AgentOptions) -> ResumeAgent {
+        self.options = Some(options);
+        self
+    }
+
+    /// With an approval gate.
+    pub fn with_approval(mut self, approval: Arc<dyn ApprovalGate>) -> ResumeAgent {
+        self.approval = Some(approval);
+        self
+    }
+}
+
+/// Creates and resumes agents. Split from the registry so wrappers (quotas, audit) can wrap
+/// creation alone.
+#[async_trait]
+pub trait AgentFactory: Send + Sync + 'static {
+    /// A new agent over a new session.
+    async fn create(&self, request: CreateAgent) -> Result<AgentHandle, AgentError>;
+
+    /// A new agent over a stored session, crash-repaired, idle.
+    async fn resume(&self, request: ResumeAgent) -> Result<AgentHandle, AgentError>;
+}
+
+/// The agent service: `scope.get::<dyn AgentRegistry>()`.
+pub trait AgentRegistry: AgentFactory {
+    /// The live agent with `id`, from publication until unregistration.
+    fn get(&self, id: &SessionId) -> Option<Arc<dyn Agent>>;
+
+    /// A snapshot of the live agents, in publication order.
+    fn list(&self) -> Vec<Arc<dyn Agent>>;
+}

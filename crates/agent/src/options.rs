@@ -1,0 +1,59 @@
+//! Per-agent options.
+
+use std::num::NonZeroU32;
+
+use dsh_llm::ReasoningEffort;
+
+use crate::error::AgentError;
+
+/// The most steps a turn may be allowed.
+pub const MAX_STEPS_LIMIT: u32 = 10_000;
+
+/// How an agent runs its turns. `Default` gives the documented defaults.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AgentOptions {
+    /// Sent as a leading system message when set.
+    pub system_prompt: Option<String>,
+    /// The model's output token limit.
+    pub max_output_tokens: Option<NonZeroU32>,
+    /// Sampling temperature, 0 ..= 2.
+    pub temperature: Option<f32>,
+    /// Reasoning effort for thinking models.
+    pub reasoning: Option<ReasoningEffort>,
+    /// Model requests per turn, 1 ..= 10 000 (default 50).
+    pub max_steps: NonZeroU32,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            system_prompt: None,
+            max_output_tokens: None,
+            temperature: None,
+            reasoning: None,
+            max_steps: NonZeroU32::MIN.saturating_add(49),
+        }
+    }
+}
+
+impl AgentOptions {
+    /// Checks the ranges: `max_steps` ≤ 10 000, `temperature` finite and in 0 ..= 2.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        if self.max_steps.get() > MAX_STEPS_LIMIT {
+            return Err(AgentError::InvalidRequest {
+                field: "options.max_steps".into(),
+                reason: format!("{} is over {MAX_STEPS_LIMIT}", self.max_steps),
+            });
+        }
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && (0.0..=2.0).contains(&t))
+        {
+            return Err(AgentError::InvalidRequest {
+                field: "options.temperature".into(),
+                reason: format!("{t} is outside 0..=2"),
+            });
+        }
+        Ok(())
+    }
+}

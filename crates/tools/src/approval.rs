@@ -1,0 +1,45 @@
+//! The approval gate: a front end's say before a tool that needs approval runs.
+
+use async_trait::async_trait;
+use dsh_kernel::CancellationToken;
+use dsh_session::SessionId;
+
+/// One call awaiting a decision.
+#[derive(Clone, Debug)]
+pub struct ApprovalRequest {
+    /// The calling agent.
+    pub session_id: SessionId,
+    /// The turn.
+    pub turn: u32,
+    /// The step.
+    pub step: u32,
+    /// The model's call id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The parsed arguments.
+    pub arguments: serde_json::Value,
+    /// The turn's token: it fires when the turn is cancelled, and the gate should give up.
+    pub cancel: CancellationToken,
+}
+
+/// The gate's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApprovalDecision {
+    /// Run the call.
+    Allow,
+    /// Do not run it; the model is told the user declined, and why.
+    Reject {
+        /// The user's reason.
+        reason: String,
+    },
+    /// The request was withdrawn (the turn was cancelled, the front end went away).
+    Cancelled,
+}
+
+/// Decides whether a call may run. One request at a time per agent, in model order.
+#[async_trait]
+pub trait ApprovalGate: Send + Sync + 'static {
+    /// The decision for `request`.
+    async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision;
+}

@@ -1,0 +1,31 @@
+//! Tool result codes: the machine-readable `error_code` of a failed `tool/result`. Tools define
+//! their own; these are the ones the agent loop writes itself.
+
+/// The name is not in the step's tool set.
+pub const UNKNOWN_TOOL: &str = "unknown_tool";
+/// The arguments are not JSON.
+pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+/// The approval gate rejected the call.
+pub const TOOL_REJECTED: &str = "tool_rejected";
+/// The body panicked.
+pub const TOOL_PANICKED: &str = "tool_panicked";
+/// The result exceeded the session's event size limit.
+pub const OUTPUT_TOO_LARGE: &str = "output_too_large";
+/// The body never started (cancel, barrier failure, approval cancelled).
+pub const TOOL_NOT_STARTED: &str = "tool_not_started";
+/// The body was still running after the cancel grace and was aborted.
+pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
+
+/// True for a lowercase snake_case code: `[a-z][a-z0-9_]*`, at most 64 bytes, no doubled,
+/// leading or trailing underscore.
+pub fn is_result_code(code: &str) -> bool {
+    let bytes = code.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_lowercase()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+        && !code.ends_with('_')
+        && !code.contains("__")
+}

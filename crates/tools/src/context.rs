@@ -1,0 +1,86 @@
+//! What a tool body knows about the call it serves.
+
+use std::path::{Path, PathBuf};
+
+use dsh_kernel::{CancellationToken, Scope};
+use dsh_session::SessionId;
+
+/// The context of one tool call. Built by the agent loop; tool crates build one with
+/// [`ToolContext::for_caller`] to test their tools as a chosen caller.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    caller_id: Option<SessionId>,
+    caller_scope: Option<Scope>,
+    session_cwd: Option<PathBuf>,
+    cancellation: CancellationToken,
+    call_id: String,
+    position: Option<(u32, u32)>,
+}
+
+impl ToolContext {
+    /// A call made outside any agent: no caller, no scope, no cwd.
+    pub fn new(call_id: impl Into<String>, cancellation: CancellationToken) -> ToolContext {
+        ToolContext {
+            caller_id: None,
+            caller_scope: None,
+            session_cwd: None,
+            cancellation,
+            call_id: call_id.into(),
+            position: None,
+        }
+    }
+
+    /// A call made by the agent `id`, whose tool effects belong to `scope`.
+    pub fn for_caller(
+        id: SessionId,
+        scope: Scope,
+        session_cwd: Option<PathBuf>,
+        cancellation: CancellationToken,
+    ) -> ToolContext {
+        ToolContext {
+            caller_id: Some(id),
+            caller_scope: Some(scope),
+            session_cwd,
+            cancellation,
+            call_id: String::new(),
+            position: None,
+        }
+    }
+
+    /// The same context for the model's call `call_id` at `(turn, step)`.
+    pub fn with_call(mut self, call_id: impl Into<String>, turn: u32, step: u32) -> ToolContext {
+        self.call_id = call_id.into();
+        self.position = Some((turn, step));
+        self
+    }
+
+    /// The calling agent's id: the owner token of whatever the tool starts for it.
+    pub fn caller_id(&self) -> Option<&SessionId> {
+        self.caller_id.as_ref()
+    }
+
+    /// A scope reserved for the caller's tool effects, disposed with the agent.
+    pub fn caller_scope(&self) -> Option<Scope> {
+        self.caller_scope.clone()
+    }
+
+    /// The calling session's working directory.
+    pub fn session_cwd(&self) -> Option<&Path> {
+        self.session_cwd.as_deref()
+    }
+
+    /// The turn's cancellation token: watch it, never cancel it.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// The model's id of this call.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// `(turn, step)` of the call, when an agent made it.
+    pub fn position(&self) -> Option<(u32, u32)> {
+        self.position
+    }
+}

@@ -1,0 +1,84 @@
+//! Presentation vocabulary: how a front end may show a call and its result. Front ends map
+//! these to their own protocol; this crate names none.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// How to show a call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolCallView {
+    /// A titled card.
+    Generic {
+        /// A one-line title.
+        title: String,
+        /// What kind of action it is.
+        kind: ToolKindHint,
+        /// The arguments as given.
+        raw_input: Value,
+        /// Text blocks to show.
+        content: Vec<String>,
+        /// Files it touches.
+        locations: Vec<PathBuf>,
+    },
+    /// A terminal running a command.
+    Terminal {
+        /// The command line.
+        command: String,
+        /// What the command is for.
+        description: Option<String>,
+        /// Where it runs.
+        cwd: Option<PathBuf>,
+        /// The arguments as given.
+        raw_input: Value,
+    },
+}
+
+/// How to show a result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolResultView {
+    /// Text blocks.
+    Generic {
+        /// The blocks.
+        content: Vec<String>,
+    },
+    /// A terminal's output and how it exited.
+    Terminal {
+        /// The output, without status markers.
+        output: String,
+        /// The exit.
+        exit: TerminalExit,
+    },
+}
+
+/// How a command ended, taken from structured result data, never parsed out of text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminalExit {
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal's name, when one killed it.
+    pub signal: Option<String>,
+}
+
+/// What kind of action a call is, for icons and grouping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolKindHint {
+    /// Reads files or data.
+    Read,
+    /// Changes files.
+    Edit,
+    /// Removes files.
+    Delete,
+    /// Moves or renames.
+    Move,
+    /// Searches.
+    Search,
+    /// Runs something.
+    Execute,
+    /// Thinks aloud.
+    Think,
+    /// Fetches from elsewhere.
+    Fetch,
+    /// Anything else.
+    Other,
+}
