@@ -1,6 +1,6 @@
 //! Seam role: support — test fixtures shared by the workspace: the persistence contract suite,
-//! log capture, the SSE fixtures and the mock model server today; the mock model server, replay scripts and the ACP test driver arrive with their
-//! issues.
+//! log capture, the SSE fixtures, the mock model server, and the providers other crates'
+//! tests run against ([`providers`]); the ACP test driver arrives with its issue.
 //!
 //! The one non-root crate allowed to name providers, so that a crate's own tests reach
 //! providers only through it (architecture invariant 4). Fixtures here panic on failure: they
@@ -13,3 +13,9 @@ pub mod logs;
 pub mod mock_model;
 pub mod persistence_contract;
 pub mod sse;
+
+/// The real providers a crate's tests may run against, reached through this crate only.
+pub mod providers {
+    pub use dsh_llm_replay::{ReplayModel, ReplayScript};
+    pub use dsh_session_jsonl::{JsonlConfig, JsonlPersistence, JsonlPlugin};
+}

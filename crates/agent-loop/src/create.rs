@@ -1,0 +1,358 @@
+//! Creation and resume: the transaction that publishes an agent, and its teardown.
+//!
+//! Before its first await a creation makes the agent's detached scope and its teardown and
+//! links that teardown to the caller's owner scope and to the plugin's scope, so disposing
+//! either one at any moment reaches it. The transaction then runs on a task owned by no
+//! scope (no disposal can abort it half-way, and dropping the caller's future leaves nothing
+//! behind); a teardown that starts while it runs cancels it and waits for it to roll back.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use dsh_agent::{
+    Agent, AgentError, AgentEvent, AgentHandle, AgentOptions, CancelCause, CreateAgent, ResumeAgent,
+};
+use dsh_kernel::{CancellationToken, Scope, Teardown};
+use dsh_session::{
+    EventType, PersistenceError, Session, SessionError, SessionId, SessionPersistence, SessionSpec,
+};
+use dsh_tools::ApprovalGate;
+use tokio::sync::{oneshot, watch};
+
+use crate::agent::{AgentParts, LoopAgent};
+use crate::registry::{LoopRegistry, publish, unregister};
+use crate::shared::Loop;
+
+/// Where a creation stands, shared by its transaction and its teardown.
+struct Creation {
+    /// Fired by a teardown that starts before the transaction ended.
+    cancel: CancellationToken,
+    /// Set once the transaction has published or rolled back.
+    finished: watch::Sender<bool>,
+    agent: OnceLock<Arc<LoopAgent>>,
+}
+
+/// What the transaction needs besides the session it builds.
+struct Plan {
+    owner: Scope,
+    options: AgentOptions,
+    approval: Option<Arc<dyn ApprovalGate>>,
+}
+
+enum Origin {
+    New { id: Option<SessionId>, cwd: String },
+    Resume(SessionId),
+}
+
+pub(crate) async fn create(
+    registry: &LoopRegistry,
+    request: CreateAgent,
+) -> Result<AgentHandle, AgentError> {
+    let shared = &registry.shared;
+    let options = merge(request.options, &shared.config.defaults);
+    options.validate()?;
+    let cwd = checked_cwd(request.cwd)?;
+    let plan = Plan {
+        owner: request.owner,
+        options,
+        approval: request.approval,
+    };
+    if let Some(id) = &request.session_id {
+        registry.claim_id(id).await?;
+    }
+    run(
+        shared,
+        plan,
+        Origin::New {
+            id: request.session_id,
+            cwd,
+        },
+    )
+    .await
+}
+
+pub(crate) async fn resume(
+    registry: &LoopRegistry,
+    request: ResumeAgent,
+) -> Result<AgentHandle, AgentError> {
+    let shared = &registry.shared;
+    let options = merge(request.options, &shared.config.defaults);
+    options.validate()?;
+    registry.claim_id(&request.session_id).await?;
+    let plan = Plan {
+        owner: request.owner,
+        options,
+        approval: request.approval,
+    };
+    run(shared, plan, Origin::Resume(request.session_id)).await
+}
+
+/// Links the creation to its owners, then runs the transaction on its own task.
+async fn run(shared: &Arc<Loop>, plan: Plan, origin: Origin) -> Result<AgentHandle, AgentError> {
+    if !plan.owner.is_active() || !shared.plugin.is_active() {
+        return Err(AgentError::ShuttingDown);
+    }
+    let name = match &origin {
+        Origin::New { id: Some(id), .. } | Origin::Resume(id) => format!("agent:{id}"),
+        Origin::New { id: None, .. } => "agent".to_owned(),
+    };
+    let scope = shared
+        .plugin
+        .detached(&name)
+        .map_err(|_| AgentError::ShuttingDown)?;
+    let creation = Arc::new(Creation {
+        cancel: CancellationToken::new(),
+        finished: watch::Sender::new(false),
+        agent: OnceLock::new(),
+    });
+    let steps = creation.clone();
+    let loop_shared = shared.clone();
+    let teardown = match Teardown::for_scope(&scope, move |_scope| async move {
+        steps.cancel.cancel();
+        let _ = steps.finished.subscribe().wait_for(|done| *done).await;
+        if let Some(agent) = steps.agent.get() {
+            tear_down(&loop_shared, agent).await;
+        }
+    }) {
+        Ok(teardown) => teardown,
+        Err(_) => {
+            scope.dispose().await;
+            return Err(AgentError::ShuttingDown);
+        }
+    };
+    if shared.plugin.own(&teardown).is_err() || plan.owner.own(&teardown).is_err() {
+        creation.finished.send_replace(true);
+        teardown.run().await;
+        return Err(AgentError::ShuttingDown);
+    }
+    let (tx, rx) = oneshot::channel();
+    let transaction = {
+        let shared = shared.clone();
+        let teardown = teardown.clone();
+        async move {
+            let outcome = transact(&shared, &creation, &scope, plan, origin, &teardown).await;
+            creation.finished.send_replace(true);
+            let outcome = match outcome {
+                Ok(agent) => Ok(AgentHandle::new(agent, teardown)),
+                Err(err) => {
+                    teardown.run().await;
+                    Err(err)
+                }
+            };
+            // Nobody is waiting any more: what was published must not stay behind.
+            if let Err(Ok(handle)) = tx.send(outcome) {
+                handle.dispose().await;
+            }
+        }
+    };
+    shared.runtime.spawn(transaction);
+    rx.await.unwrap_or(Err(AgentError::ShuttingDown))
+}
+
+async fn transact(
+    shared: &Arc<Loop>,
+    creation: &Creation,
+    scope: &Scope,
+    plan: Plan,
+    origin: Origin,
+    teardown: &Teardown,
+) -> Result<Arc<LoopAgent>, AgentError> {
+    let store = shared.store.clone();
+    let persistence = shared.plugin.get::<dyn SessionPersistence>();
+    let (spec, next_turn) = match origin {
+        Origin::New { id, cwd } => {
+            let mut spec = SessionSpec::new(cwd);
+            if let Some(id) = id {
+                if let Some(persistence) = &persistence {
+                    let found = tokio::select! {
+                        biased;
+                        _ = creation.cancel.cancelled() => return Err(AgentError::ShuttingDown),
+                        found = persistence.header(&id) => found,
+                    };
+                    if found?.is_some() {
+                        return Err(AgentError::AlreadyStored { id });
+                    }
+                }
+                spec = spec.with_id(id);
+            }
+            (spec, 1)
+        }
+        Origin::Resume(id) => {
+            let persistence = persistence.ok_or(AgentError::PersistenceUnavailable)?;
+            let loaded = match persistence.load(&id, store.vocabulary()).await {
+                Ok(loaded) => loaded,
+                Err(PersistenceError::NotFound { .. }) => return Err(AgentError::NotFound { id }),
+                Err(err) => return Err(err.into()),
+            };
+            if let Some(reason) = open_turn(&loaded.events) {
+                return Err(AgentError::InvalidLog { id, reason });
+            }
+            let next = last_turn(&loaded.events).saturating_add(1);
+            (SessionSpec::restore(loaded), next)
+        }
+    };
+    if creation.cancel.is_cancelled() {
+        return Err(AgentError::ShuttingDown);
+    }
+    let session = match store.prepare(spec) {
+        Ok(session) => session,
+        Err(SessionError::AlreadyExists { id }) => return Err(AgentError::AlreadyLive { id }),
+        Err(SessionError::InvalidSeed { .. }) => {
+            return Err(AgentError::InvalidLog {
+                id: SessionId::mint(),
+                reason: "the log ends inside a turn".into(),
+            });
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let id = session.id().clone();
+    match store.enter(&session) {
+        Ok(()) => {}
+        Err(SessionError::AlreadyExists { id }) => return Err(AgentError::AlreadyLive { id }),
+        Err(err) => return Err(err.into()),
+    }
+    if let Err(err) = store.announce(&session).await {
+        return Err(announce_error(&id, err));
+    }
+    // From here the session is live: every early exit detaches it again.
+    if creation.cancel.is_cancelled() {
+        detach(shared, &session).await;
+        return Err(AgentError::ShuttingDown);
+    }
+    let tools_scope = match scope.child("tools") {
+        Ok(tools) => tools,
+        Err(_) => {
+            detach(shared, &session).await;
+            return Err(AgentError::ShuttingDown);
+        }
+    };
+    let agent = LoopAgent::new(AgentParts {
+        session: session.clone(),
+        options: plan.options,
+        scope: scope.clone(),
+        tools_scope,
+        store,
+        approval: plan.approval,
+        shared: shared.clone(),
+        next_turn,
+    });
+    if !publish(shared, &agent, teardown) {
+        detach(shared, &session).await;
+        return Err(AgentError::AlreadyLive { id });
+    }
+    let _ = creation.agent.set(agent.clone());
+    drop(plan.owner);
+    agent.queue_event(AgentEvent::Created { id: id.clone() });
+    agent.drain();
+    Ok(agent)
+}
+
+/// Teardown steps 1 to 5 of a published agent, in their load-bearing order: persistence must
+/// still be attached when the closing events are written, and the id must not reopen before
+/// everything the agent owned is gone (step 6, the scope, follows in the kernel teardown).
+async fn tear_down(shared: &Arc<Loop>, agent: &Arc<LoopAgent>) {
+    agent.close();
+    agent.cancel(CancelCause::Disposed);
+    agent.when_idle().await;
+    unregister(shared, &agent.id);
+    agent.queue_event(AgentEvent::Disposed {
+        id: agent.id.clone(),
+    });
+    agent.drain();
+    detach(shared, &agent.session).await;
+}
+
+async fn detach(shared: &Loop, session: &Session) {
+    if let Err(err) = shared.store.detach(session).await {
+        tracing::error!(session = %session.id(), "detaching the session failed: {err}");
+    }
+}
+
+fn announce_error(id: &SessionId, err: SessionError) -> AgentError {
+    if let SessionError::Vetoed { cause, .. } = &err
+        && matches!(
+            cause.downcast_ref::<PersistenceError>(),
+            Some(PersistenceError::AlreadyExists { .. })
+        )
+    {
+        return AgentError::AlreadyStored { id: id.clone() };
+    }
+    match err {
+        SessionError::AlreadyExists { id } => AgentError::AlreadyLive { id },
+        other => other.into(),
+    }
+}
+
+/// Given options override the defaults field by field.
+fn merge(given: Option<AgentOptions>, defaults: &AgentOptions) -> AgentOptions {
+    match given {
+        None => defaults.clone(),
+        Some(given) => {
+            let mut merged = defaults.clone();
+            merged.system_prompt = given.system_prompt.or(merged.system_prompt);
+            merged.max_output_tokens = given.max_output_tokens.or(merged.max_output_tokens);
+            merged.temperature = given.temperature.or(merged.temperature);
+            merged.reasoning = given.reasoning.or(merged.reasoning);
+            merged.max_steps = given.max_steps;
+            merged
+        }
+    }
+}
+
+fn checked_cwd(cwd: Option<PathBuf>) -> Result<String, AgentError> {
+    let cwd = match cwd {
+        Some(cwd) => cwd,
+        None => std::env::current_dir().map_err(|e| AgentError::InvalidRequest {
+            field: "cwd".into(),
+            reason: format!("the process's working directory is unreadable: {e}"),
+        })?,
+    };
+    if !cwd.is_absolute() {
+        return Err(AgentError::InvalidRequest {
+            field: "cwd".into(),
+            reason: format!("{} is not absolute", cwd.display()),
+        });
+    }
+    cwd.into_os_string()
+        .into_string()
+        .map_err(|raw| AgentError::InvalidRequest {
+            field: "cwd".into(),
+            reason: format!("{} is not UTF-8", PathBuf::from(raw).display()),
+        })
+}
+
+#[derive(serde::Deserialize)]
+struct TurnOnly {
+    turn: u32,
+}
+
+/// Why a loaded log cannot be continued: a turn or step it leaves open.
+fn open_turn(events: &[Arc<dsh_session::SessionEvent>]) -> Option<String> {
+    let (mut turn, mut step) = (false, false);
+    for event in events {
+        match event.kind.as_str() {
+            EventType::TURN_START => turn = true,
+            EventType::TURN_END => {
+                turn = false;
+                step = false;
+            }
+            EventType::STEP_START => step = true,
+            EventType::STEP_END => step = false,
+            _ => {}
+        }
+    }
+    match (turn, step) {
+        (_, true) => Some("the log ends inside a step".into()),
+        (true, false) => Some("the log ends inside a turn".into()),
+        _ => None,
+    }
+}
+
+fn last_turn(events: &[Arc<dsh_session::SessionEvent>]) -> u32 {
+    events
+        .iter()
+        .rev()
+        .filter(|e| e.kind.as_str() == EventType::TURN_START)
+        .find_map(|e| serde_json::from_str::<TurnOnly>(e.data.get()).ok())
+        .map_or(0, |t| t.turn)
+}

@@ -1,0 +1,101 @@
+//! The driver: the task that runs an agent's turns for one `Running` interval.
+//!
+//! It opens the turn its waking verb claimed, runs it, makes the post-turn barrier, resolves
+//! the turn's tickets, and then either opens the next turn (a waking message is claimable —
+//! no parking) or goes idle and ends.
+
+use std::sync::Arc;
+
+use dsh_agent::{AgentEvent, AgentStatus, TurnOutcome};
+use futures::FutureExt;
+
+use crate::agent::LoopAgent;
+use crate::turn::{TurnRecord, failure, run_turn};
+
+pub(crate) async fn drive(agent: Arc<LoopAgent>) {
+    loop {
+        let opened = {
+            let mut state = agent.state.lock();
+            let claim = state.start.take();
+            match (state.turn.as_ref(), claim) {
+                (Some(ctl), Some(claim)) => Some((ctl.number, ctl.token.clone(), claim)),
+                _ => None,
+            }
+        };
+        let Some((number, token, claim)) = opened else {
+            go_idle(&agent);
+            return;
+        };
+        // A panic in the loop itself is contained: the turn ends `error{internal}` and the
+        // agent runs the next message normally.
+        let ran = std::panic::AssertUnwindSafe(run_turn(&agent, number, token, claim))
+            .catch_unwind()
+            .await;
+        let record = match ran {
+            Ok(record) => record,
+            Err(payload) => {
+                let message = dsh_kernel::panic_message(payload.as_ref());
+                tracing::error!(agent = %agent.id, turn = number, "the agent loop panicked: {message}");
+                close_after_panic(&agent, number, &message)
+            }
+        };
+        if record.recorded
+            && let Err(err) = agent.store.flush(&agent.id).await
+        {
+            tracing::error!(agent = %agent.id, turn = number, "the post-turn barrier failed: {err}");
+        }
+        let outcome = if record.recorded {
+            TurnOutcome::Ended {
+                turn: number,
+                reason: record.reason.clone(),
+            }
+        } else {
+            let failure = match &record.reason {
+                dsh_agent::TurnEndReason::Error { failure } => failure.clone(),
+                _ => failure("session", "the turn could not be recorded"),
+            };
+            TurnOutcome::Failed { failure }
+        };
+        for ticket in record.tickets {
+            ticket.resolve(outcome.clone());
+        }
+        let more = {
+            let mut state = agent.state.lock();
+            state.turn = None;
+            if state.inbox.has_waking() {
+                agent.open_turn(&mut state);
+                true
+            } else {
+                false
+            }
+        };
+        if !more {
+            go_idle(&agent);
+            return;
+        }
+    }
+}
+
+fn go_idle(agent: &LoopAgent) {
+    {
+        let mut state = agent.state.lock();
+        state.status = AgentStatus::Idle;
+        agent.queue_event(AgentEvent::Status {
+            id: agent.id.clone(),
+            status: AgentStatus::Idle,
+        });
+    }
+    agent.drain();
+}
+
+/// After a panic inside a turn, closes what the log left open so it stays well-formed.
+fn close_after_panic(agent: &LoopAgent, number: u32, message: &str) -> TurnRecord {
+    let failure = failure("internal", format!("the agent loop failed: {message}"));
+    let reason = dsh_agent::TurnEndReason::Error { failure };
+    let repaired = crate::repair::close_open_turn(agent, number, &reason);
+    TurnRecord {
+        reason,
+        recorded: repaired,
+        tickets: Vec::new(),
+    }
+}

@@ -1,0 +1,74 @@
+//! The inbox: follow-ups, and the boundary list of steering and injected messages in
+//! acceptance order. Claims take messages out; a claimed message belongs to its turn.
+
+use std::collections::VecDeque;
+
+use dsh_agent::{TicketSender, UserMessage};
+
+/// Which verb accepted a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    FollowUp,
+    Steer,
+    Inject,
+}
+
+/// A message accepted and not yet claimed, with the ticket its caller awaits.
+pub(crate) struct Pending {
+    pub(crate) message: UserMessage,
+    pub(crate) ticket: TicketSender,
+}
+
+#[derive(Default)]
+pub(crate) struct Inbox {
+    followups: VecDeque<Pending>,
+    /// Steering and injected messages, with their kind.
+    boundary: VecDeque<(Kind, Pending)>,
+}
+
+impl Inbox {
+    pub(crate) fn push(&mut self, kind: Kind, pending: Pending) {
+        match kind {
+            Kind::FollowUp => self.followups.push_back(pending),
+            Kind::Steer | Kind::Inject => self.boundary.push_back((kind, pending)),
+        }
+    }
+
+    pub(crate) fn holds(&self, message: &UserMessage) -> bool {
+        self.followups.iter().any(|p| p.message.id == message.id)
+            || self
+                .boundary
+                .iter()
+                .any(|(_, p)| p.message.id == message.id)
+    }
+
+    /// A follow-up, or steering, is pending: something that opens or extends a turn.
+    pub(crate) fn has_waking(&self) -> bool {
+        !self.followups.is_empty() || self.has_steering()
+    }
+
+    pub(crate) fn has_steering(&self) -> bool {
+        self.boundary.iter().any(|(kind, _)| *kind == Kind::Steer)
+    }
+
+    /// The first step of a turn: the whole boundary list, then the oldest follow-up.
+    pub(crate) fn claim_first(&mut self) -> Vec<Pending> {
+        let mut claim = self.claim_boundary();
+        if let Some(followup) = self.followups.pop_front() {
+            claim.push(followup);
+        }
+        claim
+    }
+
+    /// A later step: the whole boundary list.
+    pub(crate) fn claim_boundary(&mut self) -> Vec<Pending> {
+        self.boundary.drain(..).map(|(_, p)| p).collect()
+    }
+
+    /// Everything pending, for a cancel that dooms it.
+    pub(crate) fn take_all(&mut self) -> Vec<Pending> {
+        let mut all: Vec<Pending> = self.boundary.drain(..).map(|(_, p)| p).collect();
+        all.extend(self.followups.drain(..));
+        all
+    }
+}

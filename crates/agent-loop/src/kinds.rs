@@ -1,0 +1,31 @@
+//! The session event types the loop writes, validated once.
+
+use dsh_session::{EventType, SessionError};
+
+pub(crate) struct Kinds {
+    pub(crate) turn_start: EventType,
+    pub(crate) turn_end: EventType,
+    pub(crate) step_start: EventType,
+    pub(crate) step_end: EventType,
+    pub(crate) user_message: EventType,
+    pub(crate) chunk: EventType,
+    pub(crate) assistant: EventType,
+    pub(crate) tool_call: EventType,
+    pub(crate) tool_result: EventType,
+}
+
+impl Kinds {
+    pub(crate) fn new() -> Result<Kinds, SessionError> {
+        Ok(Kinds {
+            turn_start: EventType::new(EventType::TURN_START)?,
+            turn_end: EventType::new(EventType::TURN_END)?,
+            step_start: EventType::new(EventType::STEP_START)?,
+            step_end: EventType::new(EventType::STEP_END)?,
+            user_message: EventType::new(EventType::USER_MESSAGE)?,
+            chunk: EventType::new(EventType::ASSISTANT_CHUNK)?,
+            assistant: EventType::new(EventType::ASSISTANT_MESSAGE)?,
+            tool_call: EventType::new(EventType::TOOL_CALL)?,
+            tool_result: EventType::new(EventType::TOOL_RESULT)?,
+        })
+    }
+}

@@ -1,0 +1,308 @@
+//! One step: the pre-request barrier, the model request built from the log, the streamed
+//! answer, and the tool phase.
+
+use dsh_agent::TurnEndReason;
+use dsh_kernel::CancellationToken;
+use dsh_llm::{
+    FinishReason, Message, Model, ModelError, ModelEvent, ModelParams, ModelRequest, ModelStream,
+    ToolCall, ToolSpec, Usage,
+};
+use dsh_session::Failure;
+use dsh_tools::{ToolRegistry, ToolSet};
+use futures::{FutureExt, StreamExt};
+
+use crate::history::project;
+use crate::tools::{PhaseEnd, run_tools};
+use crate::turn::{Writer, aborted, failure};
+
+/// How a step ended.
+pub(crate) enum StepEnd {
+    /// The turn ends with this reason.
+    End(TurnEndReason),
+    /// The step is done; `tools_ran` says whether the response's tools ran.
+    Continue { tools_ran: bool },
+}
+
+/// What streaming one response produced.
+#[derive(Default)]
+struct Answer {
+    text: String,
+    reasoning: String,
+    calls: Vec<ToolCall>,
+    usage: Option<Usage>,
+    finish: Option<FinishReason>,
+}
+
+enum Streamed {
+    Finished,
+    Cancelled,
+    Failed(Failure),
+}
+
+pub(crate) async fn run_step(
+    writer: &mut Writer<'_>,
+    turn: u32,
+    step: u32,
+    token: &CancellationToken,
+) -> StepEnd {
+    let agent = writer.agent;
+    if token.is_cancelled() {
+        return StepEnd::End(aborted(agent, turn));
+    }
+    let barrier = tokio::select! {
+        biased;
+        _ = token.cancelled() => None,
+        flushed = agent.store.flush(&agent.id) => Some(flushed),
+    };
+    match barrier {
+        None => return StepEnd::End(aborted(agent, turn)),
+        Some(Err(err)) => {
+            return StepEnd::End(TurnEndReason::Error {
+                failure: failure(
+                    "persistence",
+                    format!("the pre-request barrier failed: {err}"),
+                ),
+            });
+        }
+        Some(Ok(())) => {}
+    }
+    if token.is_cancelled() {
+        return StepEnd::End(aborted(agent, turn));
+    }
+    // Looked up per step through the agent's own scope, so a provider reload takes effect at
+    // the next step and an unload reaches a running turn as a cancel, not a missing service.
+    let model = match agent.scope.require::<dyn Model>() {
+        Ok(model) => model,
+        Err(err) => return StepEnd::End(unavailable("model", &err)),
+    };
+    let tools: ToolSet = match agent.scope.require::<dyn ToolRegistry>() {
+        Ok(registry) => registry.snapshot(),
+        Err(err) => return StepEnd::End(unavailable("tool registry", &err)),
+    };
+    let request = build_request(agent, &tools);
+    let mut answer = Answer::default();
+    let streamed = stream_answer(
+        writer,
+        turn,
+        step,
+        token,
+        model.as_ref(),
+        request,
+        &mut answer,
+    )
+    .await;
+    let kinds = &agent.shared.kinds;
+    let model_name = model.info().model.clone();
+    match streamed {
+        Streamed::Cancelled => {
+            write_interrupted(writer, turn, step, &answer, &model_name);
+            StepEnd::End(aborted(agent, turn))
+        }
+        Streamed::Failed(failure) => {
+            write_interrupted(writer, turn, step, &answer, &model_name);
+            StepEnd::End(TurnEndReason::Error { failure })
+        }
+        Streamed::Finished => {
+            let finish = answer.finish.clone().unwrap_or(FinishReason::Stop);
+            let ends = match &finish {
+                FinishReason::Length => Some(TurnEndReason::MaxTokens),
+                FinishReason::ContentFilter => Some(TurnEndReason::Refusal),
+                FinishReason::Other(other) => {
+                    tracing::warn!(agent = %agent.id, "the model finished for an unknown reason {other:?}");
+                    None
+                }
+                FinishReason::Stop | FinishReason::ToolCalls => None,
+            };
+            let calls = if ends.is_some() {
+                Vec::new()
+            } else {
+                std::mem::take(&mut answer.calls)
+            };
+            let message = Message::Assistant {
+                content: answer.text.clone(),
+                reasoning: non_empty(&answer.reasoning),
+                tool_calls: calls.clone(),
+            };
+            let mut record = serde_json::json!({
+                "turn": turn, "step": step, "message": message, "model": model_name,
+                "finish": finish,
+            });
+            if let Some(usage) = &answer.usage {
+                record["usage"] = serde_json::json!(usage);
+            }
+            writer.append(&kinds.assistant, &record);
+            if let Some(reason) = ends {
+                return StepEnd::End(reason);
+            }
+            if calls.is_empty() {
+                return StepEnd::Continue { tools_ran: false };
+            }
+            match run_tools(writer, turn, step, token, &tools, calls).await {
+                PhaseEnd::Done => StepEnd::Continue { tools_ran: true },
+                PhaseEnd::Cancelled => StepEnd::End(aborted(agent, turn)),
+                PhaseEnd::BarrierFailed(failure) => StepEnd::End(TurnEndReason::Error { failure }),
+            }
+        }
+    }
+}
+
+fn unavailable(what: &str, err: &dsh_kernel::KernelError) -> TurnEndReason {
+    TurnEndReason::Error {
+        failure: failure(
+            "service_unavailable",
+            format!("no {what} is available: {err}"),
+        ),
+    }
+}
+
+fn non_empty(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+fn build_request(agent: &crate::agent::LoopAgent, tools: &ToolSet) -> ModelRequest {
+    let mut messages = Vec::new();
+    if let Some(system) = &agent.options.system_prompt {
+        messages.push(Message::System {
+            content: system.clone(),
+        });
+    }
+    messages.extend(project(&agent.session.events()));
+    ModelRequest {
+        messages,
+        tools: tools
+            .schemas()
+            .into_iter()
+            .map(|s| ToolSpec {
+                name: s.name,
+                description: s.description,
+                parameters: s.parameters,
+            })
+            .collect(),
+        params: ModelParams {
+            max_tokens: agent.options.max_output_tokens.map(|n| n.get()),
+            temperature: agent.options.temperature,
+            reasoning: agent.options.reasoning,
+        },
+        session_id: Some(agent.id.as_str().to_owned()),
+    }
+}
+
+async fn stream_answer(
+    writer: &mut Writer<'_>,
+    turn: u32,
+    step: u32,
+    token: &CancellationToken,
+    model: &dyn Model,
+    request: ModelRequest,
+    answer: &mut Answer,
+) -> Streamed {
+    let started = std::panic::AssertUnwindSafe(model.stream(request, token.clone())).catch_unwind();
+    let opened = tokio::select! {
+        biased;
+        _ = token.cancelled() => return Streamed::Cancelled,
+        opened = started => opened,
+    };
+    let mut stream: ModelStream = match opened {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(err)) => return model_failure(writer, turn, &err),
+        Err(payload) => return panicked(&payload),
+    };
+    #[cfg(debug_assertions)]
+    let mut checker = dsh_llm::StreamChecker::new();
+    let kinds = &writer.agent.shared.kinds;
+    loop {
+        // Raced against the token: a provider that ignores its token cannot hold the turn
+        // open; dropping the stream closes its connection.
+        let next = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Streamed::Cancelled,
+            next = std::panic::AssertUnwindSafe(stream.next()).catch_unwind() => next,
+        };
+        let item = match next {
+            Ok(Some(item)) => item,
+            Ok(None) => {
+                return Streamed::Failed(failure(
+                    "protocol",
+                    "the model's stream ended without a finish",
+                ));
+            }
+            Err(payload) => return panicked(&payload),
+        };
+        #[cfg(debug_assertions)]
+        if let Err(violation) = checker.observe(&item) {
+            return Streamed::Failed(failure("protocol", violation.to_string()));
+        }
+        match item {
+            Err(err) => return model_failure(writer, turn, &err),
+            Ok(event) => match event {
+                ModelEvent::ReasoningDelta(ref piece) | ModelEvent::TextDelta(ref piece) => {
+                    if matches!(event, ModelEvent::TextDelta(_)) {
+                        answer.text.push_str(piece);
+                    } else {
+                        answer.reasoning.push_str(piece);
+                    }
+                    writer.append(
+                        &kinds.chunk,
+                        &serde_json::json!({"turn": turn, "step": step, "chunk": event}),
+                    );
+                }
+                ModelEvent::ToolCallEnd {
+                    id,
+                    name,
+                    arguments,
+                    ..
+                } => answer.calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                }),
+                ModelEvent::Usage(usage) => answer.usage = Some(usage),
+                ModelEvent::Finish { reason } => {
+                    answer.finish = Some(reason);
+                    return Streamed::Finished;
+                }
+                ModelEvent::ToolCallStart { .. } | ModelEvent::ToolCallArgumentsDelta { .. } => {}
+            },
+        }
+    }
+}
+
+fn model_failure(writer: &Writer<'_>, turn: u32, err: &ModelError) -> Streamed {
+    if err.kind == dsh_llm::ModelErrorKind::Cancelled && writer.agent.cancel_cause(turn).is_some() {
+        return Streamed::Cancelled;
+    }
+    Streamed::Failed(Failure {
+        code: err.kind.code().to_owned(),
+        message: err.message.clone(),
+        status: err.status,
+        request_id: err.request_id.clone(),
+    })
+}
+
+fn panicked(payload: &Box<dyn std::any::Any + Send>) -> Streamed {
+    let message = dsh_kernel::panic_message(payload.as_ref());
+    tracing::error!("the model provider panicked: {message}");
+    Streamed::Failed(failure(
+        "internal",
+        format!("the model provider panicked: {message}"),
+    ))
+}
+
+/// Keeps what the user already saw: streamed text or reasoning becomes an interrupted message
+/// (never with tool calls), so the next request still shows it.
+fn write_interrupted(writer: &mut Writer<'_>, turn: u32, step: u32, answer: &Answer, model: &str) {
+    if answer.text.trim().is_empty() && answer.reasoning.trim().is_empty() {
+        return;
+    }
+    let message = Message::Assistant {
+        content: answer.text.clone(),
+        reasoning: non_empty(&answer.reasoning),
+        tool_calls: Vec::new(),
+    };
+    let kinds = &writer.agent.shared.kinds;
+    writer.append(
+        &kinds.assistant,
+        &serde_json::json!({"turn": turn, "step": step, "message": message, "model": model,
+                            "interrupted": true}),
+    );
+}

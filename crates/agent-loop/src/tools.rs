@@ -1,0 +1,407 @@
+//! The tool phase of a step: calls processed in model order, parallel-safe runs pooled up to
+//! the cap, approval consulted one call at a time, results appended strictly in model order,
+//! and cancellation honoured between parsing a call and running it.
+
+use std::sync::Arc;
+
+use dsh_kernel::{CancellationToken, TaskHandle};
+use dsh_llm::ToolCall;
+use dsh_session::{Failure, MAX_EVENT_BYTES, ToolCallRecord, ToolResultRecord};
+use dsh_tools::{
+    ApprovalDecision, ApprovalRequest, Tool, ToolContext, ToolError, ToolOutput, ToolSet, codes,
+};
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use tokio::sync::oneshot;
+
+use crate::turn::{Writer, failure};
+
+/// Said of a call cancelled before it started.
+pub(crate) const NOT_STARTED_TEXT: &str =
+    "The call was cancelled before it started; nothing ran. It is safe to retry.";
+/// Said of a call still running after the cancel grace.
+pub(crate) const OUTCOME_UNKNOWN_TEXT: &str = "The call was cancelled while running and did not stop within the grace period; it may have had effects. Check before retrying.";
+/// Said of a call whose barrier failed.
+const BARRIER_TEXT: &str =
+    "The call did not start: its record could not be made durable. Nothing ran.";
+
+/// Room in one event for the `tool/result` envelope around a result's content.
+const RESULT_HEADROOM: usize = 64 * 1024;
+
+pub(crate) enum PhaseEnd {
+    Done,
+    Cancelled,
+    BarrierFailed(Failure),
+}
+
+type BodyResult = Result<Result<ToolOutput, ToolError>, String>;
+
+struct Slot {
+    call: ToolCall,
+    call_seq: Option<u64>,
+    result: Option<Outcome>,
+    handle: Option<TaskHandle<()>>,
+}
+
+struct Outcome {
+    content: String,
+    is_error: bool,
+    error_code: Option<String>,
+    meta: Option<serde_json::Value>,
+}
+
+fn error(code: &str, content: impl Into<String>) -> Outcome {
+    Outcome {
+        content: content.into(),
+        is_error: true,
+        error_code: Some(code.to_owned()),
+        meta: None,
+    }
+}
+
+struct Phase<'w, 'a> {
+    writer: &'w mut Writer<'a>,
+    turn: u32,
+    step: u32,
+    token: &'w CancellationToken,
+    slots: Vec<Slot>,
+    appended: usize,
+    running: FuturesUnordered<BoxFuture<'static, (usize, Option<BodyResult>)>>,
+}
+
+pub(crate) async fn run_tools(
+    writer: &mut Writer<'_>,
+    turn: u32,
+    step: u32,
+    token: &CancellationToken,
+    tools: &ToolSet,
+    calls: Vec<ToolCall>,
+) -> PhaseEnd {
+    let cap = writer.agent.shared.config.max_parallel_tools.get() as usize;
+    let grace = writer.agent.shared.config.tool_cancel_grace;
+    let mut phase = Phase {
+        writer,
+        turn,
+        step,
+        token,
+        slots: calls
+            .into_iter()
+            .map(|call| Slot {
+                call,
+                call_seq: None,
+                result: None,
+                handle: None,
+            })
+            .collect(),
+        appended: 0,
+        running: FuturesUnordered::new(),
+    };
+    let mut end = PhaseEnd::Done;
+    for index in 0..phase.slots.len() {
+        if token.is_cancelled() {
+            end = PhaseEnd::Cancelled;
+            break;
+        }
+        match phase.start(index, tools, cap).await {
+            Ok(()) => {}
+            Err(stop) => {
+                end = stop;
+                break;
+            }
+        }
+    }
+    phase.settle(grace).await;
+    let not_started = match &end {
+        PhaseEnd::BarrierFailed(_) => error(codes::TOOL_NOT_STARTED, BARRIER_TEXT),
+        _ => error(codes::TOOL_NOT_STARTED, NOT_STARTED_TEXT),
+    };
+    for slot in &mut phase.slots {
+        if slot.result.is_none() {
+            slot.result = Some(Outcome {
+                content: not_started.content.clone(),
+                ..error(codes::TOOL_NOT_STARTED, "")
+            });
+        }
+    }
+    phase.append_ready();
+    end
+}
+
+impl Phase<'_, '_> {
+    /// Processes call `index` up to starting its body (or recording its result in place).
+    async fn start(&mut self, index: usize, tools: &ToolSet, cap: usize) -> Result<(), PhaseEnd> {
+        let agent = self.writer.agent;
+        let call = self.slots[index].call.clone();
+        let args = if call.arguments.trim().is_empty() {
+            Ok(serde_json::json!({}))
+        } else {
+            serde_json::from_str::<serde_json::Value>(&call.arguments)
+        };
+        let tool = tools.get(&call.name).cloned();
+        let record = ToolCallRecord {
+            turn: self.turn,
+            step: self.step,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        };
+        let (tool, args) = match (tool, args) {
+            (_, Err(err)) => {
+                self.record_call(index, &record);
+                self.finish(
+                    index,
+                    error(
+                        codes::INVALID_ARGUMENTS,
+                        format!("The arguments are not valid JSON ({err}); the call did not run."),
+                    ),
+                );
+                return Ok(());
+            }
+            (None, _) => {
+                self.record_call(index, &record);
+                let names = tools.names().join(", ");
+                self.finish(
+                    index,
+                    error(
+                        codes::UNKNOWN_TOOL,
+                        format!(
+                            "There is no tool named `{}`. Available tools: {names}.",
+                            call.name
+                        ),
+                    ),
+                );
+                return Ok(());
+            }
+            (Some(tool), Ok(args)) => (tool, args),
+        };
+        let approval = agent
+            .approval
+            .clone()
+            .filter(|_| tool.requires_approval(&args));
+        let pooled = tool.parallel_safe() && approval.is_none();
+        let room = if pooled { cap } else { 1 };
+        // An exclusive call waits for every earlier body; a pooled one for a free place. The
+        // call is recorded only once it is about to run, so a cancel while it waits leaves it
+        // unrecorded: it never started.
+        while self.running.len() >= room || (!pooled && !self.running.is_empty()) {
+            if !self.collect_one().await {
+                return Err(PhaseEnd::Cancelled);
+            }
+        }
+        if self.token.is_cancelled() {
+            return Err(PhaseEnd::Cancelled);
+        }
+        self.record_call(index, &record);
+        let barrier = tokio::select! {
+            biased;
+            _ = self.token.cancelled() => return Err(PhaseEnd::Cancelled),
+            flushed = agent.store.flush(&agent.id) => flushed,
+        };
+        if let Err(err) = barrier {
+            return Err(PhaseEnd::BarrierFailed(failure(
+                "persistence",
+                format!("the barrier before a tool body failed: {err}"),
+            )));
+        }
+        if let Some(gate) = approval {
+            let request = ApprovalRequest {
+                session_id: agent.id.clone(),
+                turn: self.turn,
+                step: self.step,
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: args.clone(),
+                cancel: self.token.clone(),
+            };
+            let decision = tokio::select! {
+                biased;
+                _ = self.token.cancelled() => return Err(PhaseEnd::Cancelled),
+                decision = gate.decide(request) => decision,
+            };
+            match decision {
+                ApprovalDecision::Allow => {}
+                ApprovalDecision::Reject { reason } => {
+                    self.finish(
+                        index,
+                        error(
+                            codes::TOOL_REJECTED,
+                            format!("The user declined this call: {reason}. It did not run."),
+                        ),
+                    );
+                    return Ok(());
+                }
+                ApprovalDecision::Cancelled => {
+                    self.finish(index, error(codes::TOOL_NOT_STARTED, NOT_STARTED_TEXT));
+                    return Ok(());
+                }
+            }
+        }
+        self.spawn(index, tool, args)?;
+        if !pooled {
+            while !self.running.is_empty() {
+                if !self.collect_one().await {
+                    return Err(PhaseEnd::Cancelled);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn record_call(&mut self, index: usize, record: &ToolCallRecord) {
+        let kinds = &self.writer.agent.shared.kinds;
+        self.slots[index].call_seq = self.writer.append(&kinds.tool_call, record).map(|e| e.seq);
+    }
+
+    fn spawn(
+        &mut self,
+        index: usize,
+        tool: Arc<dyn Tool>,
+        args: serde_json::Value,
+    ) -> Result<(), PhaseEnd> {
+        let agent = self.writer.agent;
+        let cx = ToolContext::for_caller(
+            agent.id.clone(),
+            agent.tools_scope.clone(),
+            Some(agent.session.header().cwd.clone().into()),
+            self.token.clone(),
+        )
+        .with_call(self.slots[index].call.id.clone(), self.turn, self.step);
+        let (tx, rx) = oneshot::channel::<BodyResult>();
+        let body = tool.call(args, cx);
+        let spawned = agent.scope.spawn(async move {
+            let outcome = std::panic::AssertUnwindSafe(body)
+                .catch_unwind()
+                .await
+                .map_err(|payload| dsh_kernel::panic_message(payload.as_ref()));
+            let _ = tx.send(outcome);
+        });
+        match spawned {
+            Ok(handle) => {
+                self.slots[index].handle = Some(handle);
+                self.running
+                    .push(Box::pin(async move { (index, rx.await.ok()) }));
+                Ok(())
+            }
+            Err(err) => {
+                tracing::error!(agent = %agent.id, "cannot start a tool body: {err}");
+                Err(PhaseEnd::Cancelled)
+            }
+        }
+    }
+
+    /// Waits for one running body; false if the turn was cancelled first.
+    async fn collect_one(&mut self) -> bool {
+        let next = tokio::select! {
+            biased;
+            _ = self.token.cancelled() => return false,
+            next = self.running.next() => next,
+        };
+        if let Some((index, result)) = next {
+            self.record(index, result);
+        }
+        true
+    }
+
+    /// Waits for every running body; once the turn is cancelled, for at most `grace` more,
+    /// then aborts and joins what is left.
+    async fn settle(&mut self, grace: std::time::Duration) {
+        while !self.running.is_empty() && !self.token.is_cancelled() {
+            self.collect_one().await;
+        }
+        if !self.running.is_empty() {
+            let deadline = tokio::time::sleep(grace);
+            tokio::pin!(deadline);
+            loop {
+                tokio::select! {
+                    biased;
+                    next = self.running.next() => match next {
+                        Some((index, result)) => self.record(index, result),
+                        None => break,
+                    },
+                    _ = &mut deadline => break,
+                }
+            }
+        }
+        for index in 0..self.slots.len() {
+            if self.slots[index].result.is_none()
+                && let Some(handle) = self.slots[index].handle.take()
+            {
+                handle.abort();
+                let _ = handle.join().await;
+                self.finish(
+                    index,
+                    error(codes::TOOL_OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_TEXT),
+                );
+            }
+        }
+        self.running.clear();
+    }
+
+    fn record(&mut self, index: usize, result: Option<BodyResult>) {
+        let outcome = match result {
+            Some(Ok(Ok(output))) => {
+                if output.content.len() > MAX_EVENT_BYTES - RESULT_HEADROOM {
+                    error(
+                        codes::OUTPUT_TOO_LARGE,
+                        format!(
+                            "The result was {} bytes, over the limit of {} bytes for one event; it was not recorded.",
+                            output.content.len(),
+                            MAX_EVENT_BYTES - RESULT_HEADROOM
+                        ),
+                    )
+                } else {
+                    Outcome {
+                        content: output.content,
+                        is_error: output.is_error,
+                        error_code: None,
+                        meta: output.meta,
+                    }
+                }
+            }
+            Some(Ok(Err(tool_error))) => {
+                let code = if dsh_tools::is_result_code(&tool_error.code) {
+                    tool_error.code
+                } else {
+                    "tool_error".to_owned()
+                };
+                error(&code, tool_error.message)
+            }
+            Some(Err(panic)) => error(codes::TOOL_PANICKED, format!("The tool panicked: {panic}")),
+            None => error(codes::TOOL_OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_TEXT),
+        };
+        self.slots[index].handle = None;
+        self.finish(index, outcome);
+    }
+
+    fn finish(&mut self, index: usize, outcome: Outcome) {
+        self.slots[index].result = Some(outcome);
+        self.append_ready();
+    }
+
+    /// Appends the results that are next in model order.
+    fn append_ready(&mut self) {
+        while self.appended < self.slots.len() {
+            let slot = &mut self.slots[self.appended];
+            let Some(outcome) = slot.result.take() else {
+                return;
+            };
+            let record = ToolResultRecord {
+                turn: self.turn,
+                step: self.step,
+                call_id: slot.call.id.clone(),
+                name: slot.call.name.clone(),
+                content: outcome.content,
+                is_error: outcome.is_error,
+                error_code: outcome.error_code,
+                meta: outcome.meta,
+                call_seq: slot.call_seq,
+            };
+            // Keep a placeholder so the slot reads as finished.
+            slot.result = Some(error("", ""));
+            let kinds = &self.writer.agent.shared.kinds;
+            self.writer.append(&kinds.tool_result, &record);
+            self.appended += 1;
+        }
+    }
+}

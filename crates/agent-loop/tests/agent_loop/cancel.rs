@@ -1,0 +1,181 @@
+//! Cancellation: the fence, idle cancels, discarded messages, cancels during a stream.
+
+use dsh_agent::{AgentEvent, CancelCause, TurnEndReason, TurnOutcome};
+use dsh_llm::{FinishReason, Message};
+
+use crate::support::*;
+
+fn aborted(turn: u32, cause: CancelCause) -> TurnOutcome {
+    TurnOutcome::Ended {
+        turn,
+        reason: TurnEndReason::Aborted { cause },
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_on_a_fresh_agent_does_nothing() {
+    let h = Harness::new(ScriptedModel::new(vec![say("ok")])).await;
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    assert!(!agent.cancel(CancelCause::User));
+    assert_eq!(h.event_names(), ["agent/created"]);
+    assert!(matches!(
+        agent.send(user("a")).unwrap().await,
+        TurnOutcome::Ended {
+            turn: 1,
+            reason: TurnEndReason::Completed
+        }
+    ));
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn a_prompt_cancelled_before_its_turn_ran_never_reaches_the_model() {
+    // Current-thread runtime: the driver has not run when the cancel lands.
+    let model = ScriptedModel::new(vec![say("for b")]);
+    let h = Harness::new(model.clone()).await;
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let a = agent.send(user("A")).unwrap();
+    assert!(agent.cancel(CancelCause::User));
+    assert_eq!(a.await, aborted(1, CancelCause::User));
+    assert_eq!(model.calls(), 0, "no request for the cancelled prompt");
+    assert_eq!(
+        kinds(&agent.session().events()),
+        [
+            "turn/start",
+            "step/start",
+            "user/message",
+            "step/end",
+            "turn/end"
+        ]
+    );
+
+    let b = agent.send(user("B")).unwrap();
+    assert_eq!(
+        b.await,
+        TurnOutcome::Ended {
+            turn: 2,
+            reason: TurnEndReason::Completed
+        }
+    );
+    assert_eq!(
+        model.request(0).messages,
+        [Message::User {
+            content: "B".into()
+        }],
+        "the next turn is independent and never shows A"
+    );
+    validate_log(&agent.session().events());
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn a_cancel_discards_every_queued_message_and_reports_it_before_the_turn_ends() {
+    let gate = Gate::default();
+    let model = ScriptedModel::new(vec![vec![
+        Act::Gate(gate.clone()),
+        Act::Finish(FinishReason::Stop),
+    ]]);
+    let h = Harness::new(model.clone()).await;
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let a = agent.send(user("A")).unwrap();
+    gate.entered().await;
+    let queued = vec![
+        agent.send(user("B")).unwrap(),
+        agent.send(user("C")).unwrap(),
+        agent.steer(user("S")).unwrap(),
+        agent.inject(user("N")).unwrap(),
+    ];
+    assert!(agent.cancel(CancelCause::User));
+    for ticket in queued {
+        assert_eq!(
+            ticket.await,
+            TurnOutcome::Discarded {
+                cause: CancelCause::User
+            }
+        );
+    }
+    assert_eq!(a.await, aborted(1, CancelCause::User));
+    agent.when_idle().await;
+    let events = h.events.lock().unwrap().clone();
+    assert!(events.contains(&AgentEvent::CancelRequested {
+        id: agent.id().clone(),
+        cause: CancelCause::User,
+        turn: Some(1),
+        discarded: 4,
+    }));
+    assert_eq!(model.calls(), 1, "no turn 2");
+    assert!(!agent.cancel(CancelCause::Parent), "nothing left to cancel");
+    validate_log(&agent.session().events());
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn a_message_sent_after_a_cancel_runs_in_its_own_later_turn() {
+    let gate = Gate::default();
+    let model = ScriptedModel::new(vec![
+        vec![Act::Gate(gate.clone()), Act::Finish(FinishReason::Stop)],
+        say("b done"),
+    ]);
+    let h = Harness::new(model.clone()).await;
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let a = agent.send(user("A")).unwrap();
+    gate.entered().await;
+    assert!(agent.cancel(CancelCause::User));
+    let b = agent.send(user("B")).unwrap();
+    assert_eq!(a.await, aborted(1, CancelCause::User));
+    assert_eq!(
+        b.await,
+        TurnOutcome::Ended {
+            turn: 2,
+            reason: TurnEndReason::Completed
+        }
+    );
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn a_stream_that_ignores_its_token_is_dropped_and_the_turn_ends_aborted() {
+    let gate = Gate::default();
+    let model = ScriptedModel::new(vec![vec![
+        Act::Text("so far"),
+        Act::Gate(gate.clone()),
+        Act::Hang,
+    ]]);
+    let h = Harness::new(model.clone()).await;
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let a = agent.send(user("A")).unwrap();
+    gate.entered().await;
+    gate.release();
+    assert!(agent.cancel(CancelCause::User));
+    assert_eq!(a.await, aborted(1, CancelCause::User));
+    let events = agent.session().events();
+    let message = events
+        .iter()
+        .find(|e| e.kind.as_str() == "assistant/message")
+        .map(|e| data(e))
+        .unwrap();
+    assert_eq!(message["interrupted"], true);
+    assert_eq!(message["message"]["content"], "so far");
+    validate_log(&events);
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn the_first_cause_wins() {
+    let gate = Gate::default();
+    let model = ScriptedModel::new(vec![vec![Act::Gate(gate.clone()), Act::Hang]]);
+    let h = Harness::new(model).await;
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let a = agent.send(user("A")).unwrap();
+    gate.entered().await;
+    assert!(agent.cancel(CancelCause::User));
+    assert!(!agent.cancel(CancelCause::Parent));
+    handle.dispose().await;
+    assert_eq!(a.await, aborted(1, CancelCause::User));
+}

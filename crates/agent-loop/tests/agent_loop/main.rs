@@ -1,0 +1,10 @@
+//! dsh-agent-loop's integration suite: the real loop over the real session store (and the
+//! JSONL provider where durability matters), a scripted model, and small real tools.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cancel;
+mod support;
+mod teardown;
+mod tools;
+mod turns;

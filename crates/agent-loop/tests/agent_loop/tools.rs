@@ -1,0 +1,270 @@
+//! The tool phase: ordering, pooling, failures, approval, cancellation with grace.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use dsh_agent::{CancelCause, CreateAgent, TurnEndReason, TurnOutcome};
+use dsh_llm::{FinishReason, Message};
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest};
+
+use crate::support::*;
+
+fn results(events: &[Arc<dsh_session::SessionEvent>]) -> Vec<serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e.kind.as_str() == "tool/result")
+        .map(|e| data(e))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tool_call_runs_and_the_next_request_carries_its_result() {
+    let model = ScriptedModel::new(vec![call("c1", "echo", r#"{"x":1}"#), say("done")]);
+    let h = Harness::new(model.clone()).await;
+    let probe = Probe::new("echo");
+    let seen = probe.seen.clone();
+    h.add_tool(probe);
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    assert_eq!(
+        agent.send(user("go")).unwrap().await,
+        TurnOutcome::Ended {
+            turn: 1,
+            reason: TurnEndReason::Completed
+        }
+    );
+    let events = agent.session().events();
+    validate_log(&events);
+    let result = &results(&events)[0];
+    assert_eq!(result["content"], r#"{"x":1}"#);
+    assert_eq!(result["is_error"], false);
+    assert!(result["call_seq"].is_u64());
+    let second = model.request(1).messages;
+    assert_eq!(
+        second.last(),
+        Some(&Message::Tool {
+            call_id: "c1".into(),
+            content: r#"{"x":1}"#.into()
+        })
+    );
+    let cx = seen.lock().unwrap()[0].clone();
+    assert_eq!(cx.caller_id(), Some(agent.id()));
+    assert_eq!(cx.call_id(), "c1");
+    assert_eq!(cx.position(), Some((1, 1)));
+    assert_eq!(cx.session_cwd(), Some(std::path::Path::new("/work")));
+    assert!(!cx.cancellation().is_cancelled());
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn unknown_tools_bad_arguments_errors_and_panics_are_results_not_turn_failures() {
+    let model = ScriptedModel::new(vec![
+        vec![
+            Act::Call("c1", "nope", "{}"),
+            Act::Call("c2", "echo", "not json"),
+            Act::Call("c3", "echo", r#"{"fail":true}"#),
+            Act::Call("c4", "echo", r#"{"panic":true}"#),
+            Act::Call("c5", "echo", ""),
+            Act::Finish(FinishReason::ToolCalls),
+        ],
+        say("recovered"),
+    ]);
+    let h = Harness::new(model.clone()).await;
+    h.add_tool(Probe::new("echo"));
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    assert!(matches!(
+        agent.send(user("go")).unwrap().await,
+        TurnOutcome::Ended {
+            reason: TurnEndReason::Completed,
+            ..
+        }
+    ));
+    let events = agent.session().events();
+    validate_log(&events);
+    let codes: Vec<_> = results(&events)
+        .iter()
+        .map(|r| r["error_code"].as_str().unwrap_or("ok").to_owned())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "unknown_tool",
+            "invalid_arguments",
+            "denied",
+            "tool_panicked",
+            "ok"
+        ]
+    );
+    assert!(
+        results(&events)[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("echo")
+    );
+    assert_eq!(
+        results(&events)[4]["content"],
+        "{}",
+        "empty arguments are {{}}"
+    );
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn parallel_safe_calls_run_together_up_to_the_cap_and_results_keep_model_order() {
+    let mut acts: Vec<Act> = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"]
+        .iter()
+        .map(|id| Act::Call(id, "pool", "{}"))
+        .collect();
+    acts.push(Act::Finish(FinishReason::ToolCalls));
+    let model = ScriptedModel::new(vec![acts, say("done")]);
+    let h = Harness::new(model.clone()).await;
+    let gate = Gate::default();
+    let mut probe = Probe::new("pool");
+    probe.parallel = true;
+    probe.gate = Some(gate.clone());
+    let peak = probe.peak.clone();
+    h.add_tool(probe);
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let ticket = agent.send(user("go")).unwrap();
+    for _ in 0..8 {
+        gate.entered().await;
+    }
+    // Eight are running; the ninth starts only when one finishes.
+    for _ in 0..10 {
+        gate.release();
+    }
+    ticket.await;
+    assert_eq!(peak.load(Ordering::SeqCst), 8);
+    let ids: Vec<_> = results(&agent.session().events())
+        .iter()
+        .map(|r| r["call_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"]
+    );
+    validate_log(&agent.session().events());
+    handle.dispose().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_cancel_a_stubborn_body_is_aborted_after_the_grace_and_unstarted_calls_never_run() {
+    let model = ScriptedModel::new(vec![vec![
+        Act::Call("p1", "polite", "{}"),
+        Act::Call("p2", "stubborn", "{}"),
+        Act::Call("x3", "echo", "{}"),
+        Act::Finish(FinishReason::ToolCalls),
+    ]]);
+    let h = Harness::new(model.clone()).await;
+    let (polite_gate, stubborn_gate) = (Gate::default(), Gate::default());
+    let mut polite = Probe::new("polite");
+    polite.parallel = true;
+    polite.gate = Some(polite_gate.clone());
+    let mut stubborn = Probe::new("stubborn");
+    stubborn.parallel = true;
+    stubborn.stubborn = true;
+    stubborn.gate = Some(stubborn_gate.clone());
+    h.add_tool(polite);
+    h.add_tool(stubborn);
+    h.add_tool(Probe::new("echo"));
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let ticket = agent.send(user("go")).unwrap();
+    polite_gate.entered().await;
+    stubborn_gate.entered().await;
+    let begun = tokio::time::Instant::now();
+    assert!(agent.cancel(CancelCause::User));
+    assert_eq!(
+        ticket.await,
+        TurnOutcome::Ended {
+            turn: 1,
+            reason: TurnEndReason::Aborted {
+                cause: CancelCause::User
+            }
+        }
+    );
+    assert!(
+        begun.elapsed() >= Duration::from_secs(2),
+        "the grace was given"
+    );
+    let events = agent.session().events();
+    validate_log(&events);
+    let found: Vec<_> = results(&events)
+        .iter()
+        .map(|r| {
+            (
+                r["call_id"].as_str().unwrap().to_owned(),
+                r["error_code"].as_str().unwrap_or("ok").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("p1".to_owned(), "ok".to_owned()),
+            ("p2".to_owned(), "tool_outcome_unknown".to_owned()),
+            ("x3".to_owned(), "tool_not_started".to_owned())
+        ]
+    );
+    assert_eq!(results(&events)[0]["content"], "stopped on cancel");
+    assert!(
+        results(&events)[2].get("call_seq").is_none(),
+        "no tool/call for x3"
+    );
+    handle.dispose().await;
+}
+
+struct Scripted(std::sync::Mutex<Vec<ApprovalDecision>>);
+
+#[dsh_kernel::async_trait]
+impl ApprovalGate for Scripted {
+    async fn decide(&self, _request: ApprovalRequest) -> ApprovalDecision {
+        self.0.lock().unwrap().remove(0)
+    }
+}
+
+#[tokio::test]
+async fn the_approval_gate_allows_rejects_or_withdraws_calls() {
+    let model = ScriptedModel::new(vec![vec![
+        Act::Call("a", "guarded", r#"{"n":1}"#),
+        Act::Call("b", "guarded", r#"{"n":2}"#),
+        Act::Call("c", "guarded", r#"{"n":3}"#),
+        Act::Finish(FinishReason::ToolCalls),
+    ]]);
+    let h = Harness::new(model.clone()).await;
+    let mut guarded = Probe::new("guarded");
+    guarded.approval = true;
+    guarded.parallel = true;
+    let seen = guarded.seen.clone();
+    h.add_tool(guarded);
+    let gate = Arc::new(Scripted(std::sync::Mutex::new(vec![
+        ApprovalDecision::Allow,
+        ApprovalDecision::Reject {
+            reason: "no".into(),
+        },
+        ApprovalDecision::Cancelled,
+    ])));
+    let handle = h
+        .registry()
+        .create(
+            CreateAgent::new(h.owner())
+                .with_cwd("/work")
+                .with_approval(gate),
+        )
+        .await
+        .unwrap();
+    let agent = handle.agent().clone();
+    agent.send(user("go")).unwrap().await;
+    let events = agent.session().events();
+    validate_log(&events);
+    let r = results(&events);
+    assert_eq!(r[0]["is_error"], false);
+    assert_eq!(r[1]["error_code"], "tool_rejected");
+    assert!(r[1]["content"].as_str().unwrap().contains("no"));
+    assert_eq!(r[2]["error_code"], "tool_not_started");
+    assert_eq!(seen.lock().unwrap().len(), 1, "only the allowed body ran");
+    handle.dispose().await;
+}
