@@ -30,6 +30,8 @@ struct Creation {
     /// Set once the transaction has published or rolled back.
     finished: watch::Sender<bool>,
     agent: OnceLock<Arc<LoopAgent>>,
+    /// The registry entry's settled flag, once published.
+    settled: OnceLock<Arc<watch::Sender<bool>>>,
 }
 
 /// What the transaction needs besides the session it builds.
@@ -57,18 +59,15 @@ pub(crate) async fn create(
         options,
         approval: request.approval,
     };
-    if let Some(id) = &request.session_id {
-        registry.claim_id(id).await?;
-    }
-    run(
-        shared,
-        plan,
-        Origin::New {
-            id: request.session_id,
-            cwd,
-        },
-    )
-    .await
+    let claim = match &request.session_id {
+        Some(id) => Some(registry.claim_id(id).await?),
+        None => None,
+    };
+    let origin = Origin::New {
+        id: request.session_id,
+        cwd,
+    };
+    run(shared, plan, origin, claim).await
 }
 
 pub(crate) async fn resume(
@@ -78,32 +77,55 @@ pub(crate) async fn resume(
     let shared = &registry.shared;
     let options = merge(request.options, &shared.config.defaults);
     options.validate()?;
-    registry.claim_id(&request.session_id).await?;
+    let claim = registry.claim_id(&request.session_id).await?;
     let plan = Plan {
         owner: request.owner,
         options,
         approval: request.approval,
     };
-    run(shared, plan, Origin::Resume(request.session_id)).await
+    run(
+        shared,
+        plan,
+        Origin::Resume(request.session_id),
+        Some(claim),
+    )
+    .await
 }
 
 /// Links the creation to its owners, then runs the transaction on its own task.
-async fn run(shared: &Arc<Loop>, plan: Plan, origin: Origin) -> Result<AgentHandle, AgentError> {
+async fn run(
+    shared: &Arc<Loop>,
+    plan: Plan,
+    origin: Origin,
+    claim: Option<Arc<watch::Sender<bool>>>,
+) -> Result<AgentHandle, AgentError> {
+    let claimed_id = match &origin {
+        Origin::New { id, .. } => id.clone(),
+        Origin::Resume(id) => Some(id.clone()),
+    };
+    // Whatever does not publish gives its claim on the id back.
+    let give_back = |shared: &Loop| {
+        if let (Some(id), Some(claim)) = (&claimed_id, &claim) {
+            crate::registry::release(shared, id, claim);
+        }
+    };
     if !plan.owner.is_active() || !shared.plugin.is_active() {
+        give_back(shared);
         return Err(AgentError::ShuttingDown);
     }
     let name = match &origin {
         Origin::New { id: Some(id), .. } | Origin::Resume(id) => format!("agent:{id}"),
         Origin::New { id: None, .. } => "agent".to_owned(),
     };
-    let scope = shared
-        .plugin
-        .detached(&name)
-        .map_err(|_| AgentError::ShuttingDown)?;
+    let Ok(scope) = shared.plugin.detached(&name) else {
+        give_back(shared);
+        return Err(AgentError::ShuttingDown);
+    };
     let creation = Arc::new(Creation {
         cancel: CancellationToken::new(),
         finished: watch::Sender::new(false),
         agent: OnceLock::new(),
+        settled: OnceLock::new(),
     });
     let steps = creation.clone();
     let loop_shared = shared.clone();
@@ -117,12 +139,14 @@ async fn run(shared: &Arc<Loop>, plan: Plan, origin: Origin) -> Result<AgentHand
         Ok(teardown) => teardown,
         Err(_) => {
             scope.dispose().await;
+            give_back(shared);
             return Err(AgentError::ShuttingDown);
         }
     };
     if shared.plugin.own(&teardown).is_err() || plan.owner.own(&teardown).is_err() {
         creation.finished.send_replace(true);
         teardown.run().await;
+        give_back(shared);
         return Err(AgentError::ShuttingDown);
     }
     let (tx, rx) = oneshot::channel();
@@ -130,17 +154,39 @@ async fn run(shared: &Arc<Loop>, plan: Plan, origin: Origin) -> Result<AgentHand
         let shared = shared.clone();
         let teardown = teardown.clone();
         async move {
-            let outcome = transact(&shared, &creation, &scope, plan, origin, &teardown).await;
+            let outcome = transact(
+                &shared,
+                &creation,
+                &scope,
+                plan,
+                origin,
+                &teardown,
+                claim.as_ref(),
+            )
+            .await;
             creation.finished.send_replace(true);
             let outcome = match outcome {
                 Ok(agent) => Ok(AgentHandle::new(agent, teardown)),
                 Err(err) => {
                     teardown.run().await;
+                    if let (Some(id), Some(claim)) = (&claimed_id, &claim) {
+                        crate::registry::release(&shared, id, claim);
+                    }
                     Err(err)
                 }
             };
             // Nobody is waiting any more: what was published must not stay behind.
-            if let Err(Ok(handle)) = tx.send(outcome) {
+            let abandoned = match tx.send(outcome) {
+                Err(Ok(handle)) => {
+                    handle.teardown().start();
+                    Some(handle)
+                }
+                _ => None,
+            };
+            if let Some(settled) = creation.settled.get() {
+                settled.send_replace(true);
+            }
+            if let Some(handle) = abandoned {
                 handle.dispose().await;
             }
         }
@@ -156,6 +202,7 @@ async fn transact(
     plan: Plan,
     origin: Origin,
     teardown: &Teardown,
+    claim: Option<&Arc<watch::Sender<bool>>>,
 ) -> Result<Arc<LoopAgent>, AgentError> {
     let store = shared.store.clone();
     let persistence = shared.plugin.get::<dyn SessionPersistence>();
@@ -236,11 +283,12 @@ async fn transact(
         shared: shared.clone(),
         next_turn,
     });
-    if !publish(shared, &agent, teardown) {
+    let Some(settled) = publish(shared, &agent, teardown, claim) else {
         detach(shared, &session).await;
         return Err(AgentError::AlreadyLive { id });
-    }
+    };
     let _ = creation.agent.set(agent.clone());
+    let _ = creation.settled.set(settled);
     drop(plan.owner);
     agent.queue_event(AgentEvent::Created { id: id.clone() });
     agent.drain();

@@ -10,6 +10,7 @@ use dsh_agent::{
 };
 use dsh_kernel::Teardown;
 use dsh_session::SessionId;
+use tokio::sync::watch;
 
 use crate::agent::LoopAgent;
 use crate::create::{create, resume};
@@ -22,9 +23,14 @@ pub(crate) enum Entry {
         order: u64,
         agent: Arc<LoopAgent>,
         teardown: Teardown,
+        /// False until the creating call has its handle, or its result was abandoned and
+        /// torn down: a second creation of the id waits for that instead of racing it.
+        settled: Arc<watch::Sender<bool>>,
     },
     /// Unregistered, its teardown still running: the id reopens when it completes.
     Retiring(Teardown),
+    /// A creation or resume of the id is under way; others wait for it to settle.
+    Creating(Arc<watch::Sender<bool>>),
 }
 
 #[derive(Default)]
@@ -39,39 +45,79 @@ pub(crate) struct LoopRegistry {
 }
 
 impl LoopRegistry {
-    /// Waits while `id` is retiring; refuses it at once while it is live. Returns when the id
-    /// is free (a creation may still lose the race for it where the session enters the store).
-    pub(crate) async fn claim_id(&self, id: &SessionId) -> Result<(), AgentError> {
+    /// Claims `id` for one creation: waits while it is retiring or another creation of it is
+    /// under way; refuses it at once while it is live. The claim is the entry's settled flag.
+    pub(crate) async fn claim_id(
+        &self,
+        id: &SessionId,
+    ) -> Result<Arc<watch::Sender<bool>>, AgentError> {
+        enum Wait {
+            Settled(watch::Receiver<bool>),
+            Teardown(Teardown),
+        }
         loop {
-            let retiring = {
-                let table = self.shared.table.lock();
+            let wait = {
+                let mut table = self.shared.table.lock();
                 match table.entries.get(id) {
-                    None => return Ok(()),
-                    Some(Entry::Live { teardown, .. }) if !teardown.is_started() => {
-                        return Err(AgentError::AlreadyLive { id: id.clone() });
+                    None => {
+                        let claim = Arc::new(watch::Sender::new(false));
+                        table
+                            .entries
+                            .insert(id.clone(), Entry::Creating(claim.clone()));
+                        return Ok(claim);
+                    }
+                    Some(Entry::Creating(settled)) => Wait::Settled(settled.subscribe()),
+                    Some(Entry::Live {
+                        teardown, settled, ..
+                    }) if !teardown.is_started() => {
+                        if *settled.borrow() {
+                            return Err(AgentError::AlreadyLive { id: id.clone() });
+                        }
+                        Wait::Settled(settled.subscribe())
                     }
                     Some(Entry::Live { teardown, .. }) | Some(Entry::Retiring(teardown)) => {
-                        teardown.clone()
+                        Wait::Teardown(teardown.clone())
                     }
                 }
             };
-            retiring.run().await;
-            let mut table = self.shared.table.lock();
-            if let Some(Entry::Retiring(t)) = table.entries.get(id)
-                && t.same_as(&retiring)
-            {
-                table.entries.remove(id);
+            match wait {
+                Wait::Settled(mut settled) => {
+                    let _ = settled.wait_for(|done| *done).await;
+                }
+                Wait::Teardown(retiring) => {
+                    retiring.run().await;
+                    let mut table = self.shared.table.lock();
+                    if let Some(Entry::Retiring(t)) = table.entries.get(id)
+                        && t.same_as(&retiring)
+                    {
+                        table.entries.remove(id);
+                    }
+                }
             }
         }
     }
 }
 
-/// Publishes `agent` under its id; false when the id is taken meanwhile.
-pub(crate) fn publish(shared: &Loop, agent: &Arc<LoopAgent>, teardown: &Teardown) -> bool {
+/// Publishes `agent` under its id, replacing this creation's claim (or, for a minted id,
+/// with a fresh one); `None` when the id is taken by someone else.
+pub(crate) fn publish(
+    shared: &Loop,
+    agent: &Arc<LoopAgent>,
+    teardown: &Teardown,
+    claim: Option<&Arc<watch::Sender<bool>>>,
+) -> Option<Arc<watch::Sender<bool>>> {
     let mut table = shared.table.lock();
-    if table.entries.contains_key(&agent.id) {
-        return false;
+    let ours = match (table.entries.get(&agent.id), claim) {
+        (None, None) => true,
+        (Some(Entry::Creating(held)), Some(claim)) => Arc::ptr_eq(held, claim),
+        _ => false,
+    };
+    if !ours {
+        return None;
     }
+    let settled = claim
+        .cloned()
+        .unwrap_or_else(|| Arc::new(watch::Sender::new(false)));
     table.next_order += 1;
     let order = table.next_order;
     table.entries.insert(
@@ -80,9 +126,22 @@ pub(crate) fn publish(shared: &Loop, agent: &Arc<LoopAgent>, teardown: &Teardown
             order,
             agent: agent.clone(),
             teardown: teardown.clone(),
+            settled: settled.clone(),
         },
     );
-    true
+    Some(settled)
+}
+
+/// Gives up a claim that did not publish, and wakes whoever waits for the id.
+pub(crate) fn release(shared: &Loop, id: &SessionId, claim: &Arc<watch::Sender<bool>>) {
+    let mut table = shared.table.lock();
+    if let Some(Entry::Creating(held)) = table.entries.get(id)
+        && Arc::ptr_eq(held, claim)
+    {
+        table.entries.remove(id);
+    }
+    drop(table);
+    claim.send_replace(true);
 }
 
 /// Unregisters a published agent (teardown step 4); its id stays retiring until the
@@ -146,7 +205,7 @@ impl AgentRegistry for LoopRegistry {
             .values()
             .filter_map(|entry| match entry {
                 Entry::Live { order, agent, .. } => Some((*order, agent.clone())),
-                Entry::Retiring(_) => None,
+                Entry::Retiring(_) | Entry::Creating(_) => None,
             })
             .collect();
         drop(table);

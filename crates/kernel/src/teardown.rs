@@ -165,7 +165,8 @@ impl Teardown {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    fn start(&self) {
+    /// Starts the teardown if nobody has, without waiting for it.
+    pub fn start(&self) {
         let steps = {
             let mut state = self.inner.state.lock();
             if state.phase != Phase::Pending {
