@@ -255,6 +255,14 @@ impl LoopAgent {
         self.state.lock().closed = true;
     }
 
+    /// Resolves every message still pending `Discarded` (teardown, after its cancel).
+    pub(crate) fn discard_parked(&self, cause: CancelCause) {
+        let parked = self.state.lock().inbox.take_all();
+        for pending in parked {
+            pending.ticket.resolve(TurnOutcome::Discarded { cause });
+        }
+    }
+
     /// The cause requested for the open turn `number`, if any.
     pub(crate) fn cancel_cause(&self, number: u32) -> Option<CancelCause> {
         let state = self.state.lock();

@@ -301,6 +301,8 @@ async fn transact(
 async fn tear_down(shared: &Arc<Loop>, agent: &Arc<LoopAgent>) {
     agent.close();
     agent.cancel(CancelCause::Disposed);
+    // Injected messages parked on an idle agent are owed to a turn that will never come.
+    agent.discard_parked(CancelCause::Disposed);
     agent.when_idle().await;
     unregister(shared, &agent.id);
     agent.queue_event(AgentEvent::Disposed {

@@ -169,7 +169,7 @@ impl Open {
     /// Writes what is buffered, then releases the file and its lock. On a write failure the
     /// session stays open and the error is returned.
     pub(crate) async fn close(
-        &self,
+        self: &Arc<Self>,
         ctx: &Arc<Ctx>,
         abandon: bool,
     ) -> Result<(), PersistenceError> {
@@ -192,7 +192,19 @@ impl Open {
 
     /// Writes everything buffered and makes it durable: the flush barrier. Concurrent callers
     /// queue on the I/O lock; a later one finds the buffer already written.
-    pub(crate) async fn write(&self, ctx: &Arc<Ctx>) -> Result<(), PersistenceError> {
+    ///
+    /// The write runs on a task of its own: a caller that stops waiting (a cancelled turn
+    /// dropping its barrier) cannot interrupt it between taking the buffer and recording what
+    /// reached the disk, which would lose the batch and leave the file unaccounted for.
+    pub(crate) async fn write(self: &Arc<Self>, ctx: &Arc<Ctx>) -> Result<(), PersistenceError> {
+        let (open, ctx) = (self.clone(), ctx.clone());
+        match tokio::spawn(async move { open.write_now(&ctx).await }).await {
+            Ok(result) => result,
+            Err(join) => Err(self.io_error("write", io::Error::other(join.to_string()))),
+        }
+    }
+
+    async fn write_now(&self, ctx: &Arc<Ctx>) -> Result<(), PersistenceError> {
         let mut io = self.io.lock().await;
         if io.closed {
             return Ok(());

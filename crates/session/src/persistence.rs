@@ -299,6 +299,8 @@ pub trait SessionPersistence: Send + Sync + 'static {
         events: &[Arc<SessionEvent>],
     ) -> Result<(), PersistenceError>;
     /// The barrier: `Ok` means every accepted event survives process death and power loss.
+    /// Cancel-safe: a caller may stop awaiting it (a cancelled turn does), and nothing
+    /// accepted may be lost or left unaccounted for because of that.
     async fn flush(&self, id: &SessionId) -> Result<(), PersistenceError>;
     /// Flushes (or abandons) and releases the session.
     async fn close(&self, id: &SessionId, intent: CloseIntent) -> Result<(), PersistenceError>;

@@ -493,3 +493,45 @@ async fn power_loss_at_every_offset_of_the_tail_never_loses_committed_history() 
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_dropped_while_its_write_is_in_progress_loses_nothing() {
+    for materialized in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, faults) = faulty(dir.path());
+        let h = header("dropped-flush");
+        p.create(&h, Origin::New).await.unwrap();
+        let mut next = 0;
+        if materialized {
+            p.append(&h.id, &events(0, 2)).await.unwrap();
+            p.flush(&h.id).await.unwrap();
+            next = 2;
+        }
+        p.append(&h.id, &events(next, 3)).await.unwrap();
+        let (stalled_tx, stalled_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel();
+        *faults.stalled.lock().unwrap() = Some(stalled_tx);
+        *faults.release.lock().unwrap() = Some(release_rx);
+        faults.stall_next_write.store(true, Ordering::SeqCst);
+        {
+            // A caller that gives up on its barrier, as a cancelled turn does.
+            let flush = p.flush(&h.id);
+            tokio::pin!(flush);
+            tokio::select! {
+                _ = &mut flush => panic!("the write should be stalled"),
+                _ = tokio::task::spawn_blocking(move || stalled_rx.recv().unwrap()) => {}
+            }
+        }
+        p.append(&h.id, &events(next + 3, 2)).await.unwrap();
+        release_tx.send(()).unwrap();
+        p.flush(&h.id).await.unwrap();
+        p.close(&h.id, CloseIntent::Flush).await.unwrap();
+        let loaded = p.inspect(&h.id, &EventVocabulary::new()).await.unwrap();
+        let seqs: Vec<u64> = loaded.events.iter().map(|e| e.seq).collect();
+        assert_eq!(
+            seqs,
+            (0..next + 5).collect::<Vec<_>>(),
+            "materialized first: {materialized}"
+        );
+    }
+}
