@@ -133,7 +133,7 @@ fn the_rfc_corpus_is_complete() {
             }
         }
     }
-    let lifecycle = "docs/rfc/proposed/architecture/2026-11-30-agent-lifecycle-and-ownership";
+    let lifecycle = "docs/rfc/implemented/architecture/2026-11-30-agent-lifecycle-and-ownership";
     for suffix in [".md", ".zh.md", ".i18n.yaml"] {
         assert!(
             repo_root().join(format!("{lifecycle}{suffix}")).is_file(),
