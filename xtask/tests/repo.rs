@@ -91,7 +91,7 @@ fn the_rfc_corpus_is_complete() {
     let rfc = repo_root().join("docs/rfc");
     for (slug, built) in [
         ("runtime-and-plugins", true),
-        ("agent-lifecycle-and-ownership", false),
+        ("agent-lifecycle-and-ownership", true),
         ("session-persistence", true),
         ("shell-executor-ownership", false),
         ("acp-bridge-transport", false),
