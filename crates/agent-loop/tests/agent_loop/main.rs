@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cancel;
+mod containment;
 mod property;
 mod races;
 mod support;
