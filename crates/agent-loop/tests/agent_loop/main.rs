@@ -5,6 +5,7 @@
 
 mod cancel;
 mod containment;
+mod plan;
 mod property;
 mod races;
 mod support;

@@ -60,6 +60,10 @@ pub enum Act {
     Gate(Gate),
     /// Never yields again and ignores its token.
     Hang,
+    /// The provider panics while streaming.
+    Panic,
+    /// An event exactly as given, contract or not.
+    Raw(ModelEvent),
 }
 
 /// A programmable model: one reply per call, recording every request.
@@ -154,6 +158,8 @@ impl Model for ScriptedModel {
                             std::future::pending::<()>().await;
                             continue;
                         }
+                        Act::Panic => panic!("the scripted provider panicked"),
+                        Act::Raw(event) => Ok(event),
                     };
                     return Some((item, acts));
                 }
