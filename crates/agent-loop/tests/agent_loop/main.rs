@@ -8,6 +8,7 @@ mod containment;
 mod plan;
 mod property;
 mod races;
+mod shutdown;
 mod support;
 mod teardown;
 mod tools;

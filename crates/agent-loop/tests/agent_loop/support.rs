@@ -43,6 +43,11 @@ impl Gate {
     pub fn release(&self) {
         self.release.add_permits(1);
     }
+    /// Signals `entered`, then waits for `release`: for fixtures outside this module.
+    pub async fn pass_for_tests(&self) {
+        self.pass().await;
+    }
+
     async fn pass(&self) {
         self.entered.add_permits(1);
         self.release.acquire().await.unwrap().forget();

@@ -1,0 +1,215 @@
+//! Creations and resumes racing the shutdown of their plugin or owner, with persistence held
+//! mid-call: nothing of a racing call stays registered or live.
+
+use std::sync::{Arc, Mutex};
+
+use dsh_agent::{AgentError, AgentRegistry, CreateAgent, ResumeAgent};
+use dsh_kernel::{BoxError, Plugin, Scope};
+use dsh_session::{
+    CloseIntent, EventVocabulary, ListQuery, LoadedSession, Origin, PersistenceError, SessionEvent,
+    SessionHeader, SessionId, SessionListing, SessionLocation, SessionPersistence,
+};
+use dsh_test_support::providers::{JsonlConfig, JsonlPersistence};
+
+use crate::support::*;
+
+/// The JSONL provider with a gate in front of `header` and `load`.
+struct Held {
+    inner: Arc<JsonlPersistence>,
+    header_gate: Mutex<Option<Gate>>,
+    load_gate: Mutex<Option<Gate>>,
+}
+
+#[dsh_kernel::async_trait]
+impl SessionPersistence for Held {
+    fn name(&self) -> &'static str {
+        "held"
+    }
+    async fn create(&self, header: &SessionHeader, origin: Origin) -> Result<(), PersistenceError> {
+        self.inner.create(header, origin).await
+    }
+    async fn append(
+        &self,
+        id: &SessionId,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), PersistenceError> {
+        self.inner.append(id, events).await
+    }
+    async fn flush(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        self.inner.flush(id).await
+    }
+    async fn close(&self, id: &SessionId, intent: CloseIntent) -> Result<(), PersistenceError> {
+        self.inner.close(id, intent).await
+    }
+    async fn load(
+        &self,
+        id: &SessionId,
+        known: &EventVocabulary,
+    ) -> Result<LoadedSession, PersistenceError> {
+        let gate = self.load_gate.lock().unwrap().take();
+        if let Some(gate) = gate {
+            gate.pass_for_tests().await;
+        }
+        self.inner.load(id, known).await
+    }
+    async fn inspect(
+        &self,
+        id: &SessionId,
+        known: &EventVocabulary,
+    ) -> Result<LoadedSession, PersistenceError> {
+        self.inner.inspect(id, known).await
+    }
+    async fn header(&self, id: &SessionId) -> Result<Option<SessionHeader>, PersistenceError> {
+        let gate = self.header_gate.lock().unwrap().take();
+        if let Some(gate) = gate {
+            gate.pass_for_tests().await;
+        }
+        self.inner.header(id).await
+    }
+    async fn list(&self, query: &ListQuery) -> Result<SessionListing, PersistenceError> {
+        self.inner.list(query).await
+    }
+    async fn locate(&self, id: &SessionId) -> Result<Option<SessionLocation>, PersistenceError> {
+        self.inner.locate(id).await
+    }
+    async fn delete(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        self.inner.delete(id).await
+    }
+    async fn shutdown(&self) -> Result<(), PersistenceError> {
+        self.inner.shutdown().await
+    }
+}
+
+struct HeldPlugin(Arc<Held>);
+
+#[dsh_kernel::async_trait]
+impl Plugin for HeldPlugin {
+    fn name(&self) -> &str {
+        "held-persistence"
+    }
+    async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
+        scope.provide::<dyn SessionPersistence>(self.0.clone())?;
+        Ok(())
+    }
+}
+
+async fn harness() -> (Harness, Arc<Held>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::new(ScriptedModel::new(vec![say("ok")])).await;
+    let held = Arc::new(Held {
+        inner: JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap(),
+        header_gate: Mutex::new(None),
+        load_gate: Mutex::new(None),
+    });
+    h.runtime.load(HeldPlugin(held.clone())).await.unwrap();
+    h.store
+        .subscribe(
+            h.runtime.scope(),
+            dsh_session::Interest::All,
+            dsh_session::PersistenceBridge::resolving(h.runtime.scope().clone()),
+        )
+        .unwrap();
+    (h, held, dir)
+}
+
+fn id(text: &str) -> SessionId {
+    SessionId::parse(text).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_creation_held_in_persistence_returns_shutting_down_when_the_plugin_unloads() {
+    let (h, held, _dir) = harness().await;
+    let gate = Gate::default();
+    *held.header_gate.lock().unwrap() = Some(gate.clone());
+    let registry: Arc<dyn AgentRegistry> = h.registry();
+    let creating = {
+        let (registry, owner) = (registry.clone(), h.owner());
+        tokio::spawn(async move {
+            registry
+                .create(CreateAgent::new(owner).with_id(id("x")).with_cwd("/w"))
+                .await
+        })
+    };
+    gate.entered().await;
+    h.runtime.unload("agent-loop").await.unwrap();
+    assert!(registry.list().is_empty());
+    assert!(h.store.list_live().is_empty());
+    gate.release();
+    assert!(matches!(
+        creating.await.unwrap(),
+        Err(AgentError::ShuttingDown)
+    ));
+    assert_eq!(h.count("agent/created"), h.count("agent/disposed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_creation_held_in_persistence_returns_shutting_down_when_its_owner_is_disposed() {
+    let (h, held, _dir) = harness().await;
+    let gate = Gate::default();
+    *held.header_gate.lock().unwrap() = Some(gate.clone());
+    let owner = h.runtime.scope().child("connection").unwrap();
+    let creating = {
+        let (registry, owner) = (h.registry(), owner.clone());
+        tokio::spawn(async move {
+            registry
+                .create(CreateAgent::new(owner).with_id(id("x")).with_cwd("/w"))
+                .await
+        })
+    };
+    gate.entered().await;
+    owner.dispose().await;
+    assert!(h.registry().list().is_empty());
+    assert!(h.store.list_live().is_empty());
+    gate.release();
+    assert!(matches!(
+        creating.await.unwrap(),
+        Err(AgentError::ShuttingDown)
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_held_in_load_rolls_back_when_the_plugin_unloads_and_leaves_the_log_alone() {
+    let (h, held, dir) = harness().await;
+    let first = h
+        .registry()
+        .create(
+            CreateAgent::new(h.owner())
+                .with_id(id("kept"))
+                .with_cwd("/w"),
+        )
+        .await
+        .unwrap();
+    first.agent().send(user("a")).unwrap().await;
+    first.dispose().await;
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let gate = Gate::default();
+    *held.load_gate.lock().unwrap() = Some(gate.clone());
+    let resuming = {
+        let (registry, owner) = (h.registry(), h.owner());
+        tokio::spawn(async move { registry.resume(ResumeAgent::new(owner, id("kept"))).await })
+    };
+    gate.entered().await;
+    let unloading = {
+        let runtime = h.runtime.clone();
+        tokio::spawn(async move { runtime.unload("agent-loop").await })
+    };
+    gate.release();
+    unloading.await.unwrap().unwrap();
+    assert!(matches!(
+        resuming.await.unwrap(),
+        Err(AgentError::ShuttingDown)
+    ));
+    assert!(h.store.list_live().is_empty());
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the stored log is unchanged"
+    );
+}
