@@ -17,6 +17,7 @@ use dsh_session::{
     EventType, PersistenceError, Session, SessionError, SessionId, SessionPersistence, SessionSpec,
 };
 use dsh_tools::ApprovalGate;
+use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 
 use crate::agent::{AgentParts, LoopAgent};
@@ -29,7 +30,8 @@ struct Creation {
     cancel: CancellationToken,
     /// Set once the transaction has published or rolled back.
     finished: watch::Sender<bool>,
-    agent: OnceLock<Arc<LoopAgent>>,
+    /// The published agent, taken by the teardown so nothing keeps it alive afterwards.
+    agent: Mutex<Option<Arc<LoopAgent>>>,
     /// The registry entry's settled flag, once published.
     settled: OnceLock<Arc<watch::Sender<bool>>>,
 }
@@ -124,7 +126,7 @@ async fn run(
     let creation = Arc::new(Creation {
         cancel: CancellationToken::new(),
         finished: watch::Sender::new(false),
-        agent: OnceLock::new(),
+        agent: Mutex::new(None),
         settled: OnceLock::new(),
     });
     let steps = creation.clone();
@@ -132,8 +134,9 @@ async fn run(
     let teardown = match Teardown::for_scope(&scope, move |_scope| async move {
         steps.cancel.cancel();
         let _ = steps.finished.subscribe().wait_for(|done| *done).await;
-        if let Some(agent) = steps.agent.get() {
-            tear_down(&loop_shared, agent).await;
+        let agent = steps.agent.lock().take();
+        if let Some(agent) = agent {
+            tear_down(&loop_shared, &agent).await;
         }
     }) {
         Ok(teardown) => teardown,
@@ -166,7 +169,11 @@ async fn run(
             .await;
             creation.finished.send_replace(true);
             let outcome = match outcome {
-                Ok(agent) => Ok(AgentHandle::new(agent, teardown)),
+                Ok(agent) => Ok(Delivery {
+                    handle: Some(AgentHandle::new(agent, teardown)),
+                    settled: creation.settled.get().cloned(),
+                    runtime: shared.runtime.clone(),
+                }),
                 Err(err) => {
                     teardown.run().await;
                     if let (Some(id), Some(claim)) = (&claimed_id, &claim) {
@@ -175,24 +182,49 @@ async fn run(
                     Err(err)
                 }
             };
-            // Nobody is waiting any more: what was published must not stay behind.
-            let abandoned = match tx.send(outcome) {
-                Err(Ok(handle)) => {
-                    handle.teardown().start();
-                    Some(handle)
-                }
-                _ => None,
-            };
-            if let Some(settled) = creation.settled.get() {
-                settled.send_replace(true);
-            }
-            if let Some(handle) = abandoned {
-                handle.dispose().await;
-            }
+            // A caller that has gone away drops the delivery, which tears the agent down.
+            drop(tx.send(outcome));
         }
     };
     shared.runtime.spawn(transaction);
-    rx.await.unwrap_or(Err(AgentError::ShuttingDown))
+    match rx.await {
+        Ok(Ok(delivery)) => delivery.take().ok_or(AgentError::ShuttingDown),
+        Ok(Err(err)) => Err(err),
+        Err(_) => Err(AgentError::ShuttingDown),
+    }
+}
+
+/// A published agent on its way to the caller. Taken, it settles the registry entry; dropped
+/// undelivered (the caller stopped waiting, even after the send), it starts the agent's
+/// teardown first, so a second creation of the id waits for that instead of being refused.
+struct Delivery {
+    handle: Option<AgentHandle>,
+    settled: Option<Arc<watch::Sender<bool>>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Delivery {
+    fn take(mut self) -> Option<AgentHandle> {
+        let handle = self.handle.take();
+        self.settle();
+        handle
+    }
+
+    fn settle(&self) {
+        if let Some(settled) = &self.settled {
+            settled.send_replace(true);
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.teardown().start();
+            self.settle();
+            self.runtime.spawn(async move { handle.dispose().await });
+        }
+    }
 }
 
 async fn transact(
@@ -287,7 +319,7 @@ async fn transact(
         detach(shared, &session).await;
         return Err(AgentError::AlreadyLive { id });
     };
-    let _ = creation.agent.set(agent.clone());
+    *creation.agent.lock() = Some(agent.clone());
     let _ = creation.settled.set(settled);
     drop(plan.owner);
     agent.queue_event(AgentEvent::Created { id: id.clone() });

@@ -200,6 +200,19 @@ async fn a_resume_held_in_load_rolls_back_when_the_plugin_unloads_and_leaves_the
         let runtime = h.runtime.clone();
         tokio::spawn(async move { runtime.unload("agent-loop").await })
     };
+    // Release only once the unload has begun: a new creation is then refused.
+    loop {
+        match h
+            .registry()
+            .create(CreateAgent::new(h.owner()).with_cwd("/w"))
+            .await
+        {
+            Err(AgentError::ShuttingDown) => break,
+            Ok(extra) => extra.dispose().await,
+            Err(other) => panic!("{other:?}"),
+        }
+        tokio::task::yield_now().await;
+    }
     gate.release();
     unloading.await.unwrap().unwrap();
     assert!(matches!(
