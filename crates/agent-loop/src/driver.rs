@@ -28,9 +28,11 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
         };
         // A panic in the loop itself is contained: the turn ends `error{internal}` and the
         // agent runs the next message normally.
-        let ran = std::panic::AssertUnwindSafe(run_turn(&agent, number, token, claim))
-            .catch_unwind()
-            .await;
+        let mut tickets = Vec::new();
+        let ran =
+            std::panic::AssertUnwindSafe(run_turn(&agent, number, token, claim, &mut tickets))
+                .catch_unwind()
+                .await;
         let record = match ran {
             Ok(record) => record,
             Err(payload) => {
@@ -56,7 +58,7 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
             };
             TurnOutcome::Failed { failure }
         };
-        for ticket in record.tickets {
+        for ticket in tickets {
             ticket.resolve(outcome.clone());
         }
         let more = {
@@ -96,6 +98,5 @@ fn close_after_panic(agent: &LoopAgent, number: u32, message: &str) -> TurnRecor
     TurnRecord {
         reason,
         recorded: repaired,
-        tickets: Vec::new(),
     }
 }

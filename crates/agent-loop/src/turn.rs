@@ -61,15 +61,17 @@ pub(crate) struct TurnRecord {
     pub(crate) reason: TurnEndReason,
     /// False when not even `turn/start` could be written.
     pub(crate) recorded: bool,
-    pub(crate) tickets: Vec<TicketSender>,
 }
 
-/// Runs turn `number` whose first step claimed `claim`.
+/// Runs turn `number` whose first step claimed `claim`. The tickets of every message the
+/// turn claims go into `tickets`, which outlives the turn so that even a turn that fails
+/// inside the loop resolves them.
 pub(crate) async fn run_turn(
     agent: &LoopAgent,
     number: u32,
     token: CancellationToken,
     claim: Vec<Pending>,
+    tickets: &mut Vec<TicketSender>,
 ) -> TurnRecord {
     let kinds = &agent.shared.kinds;
     let mut writer = Writer {
@@ -77,7 +79,6 @@ pub(crate) async fn run_turn(
         dead: false,
         refused: None,
     };
-    let mut tickets = Vec::new();
     if writer
         .append(&kinds.turn_start, &TurnStart { turn: number })
         .is_none()
@@ -91,7 +92,6 @@ pub(crate) async fn run_turn(
         return TurnRecord {
             reason,
             recorded: false,
-            tickets,
         };
     }
     let mut claim = claim;
@@ -135,7 +135,6 @@ pub(crate) async fn run_turn(
     TurnRecord {
         reason,
         recorded: true,
-        tickets,
     }
 }
 

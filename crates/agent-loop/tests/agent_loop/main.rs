@@ -5,6 +5,7 @@
 
 mod cancel;
 mod containment;
+mod edges;
 mod plan;
 mod property;
 mod races;
