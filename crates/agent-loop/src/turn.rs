@@ -125,6 +125,14 @@ pub(crate) async fn run_turn(
             break reason;
         }
     };
+    // From its `turn/end` on the turn is no longer open: a cancel seen by an observer of that
+    // event has nothing of this turn left to stop.
+    {
+        let mut state = agent.state.lock();
+        if state.turn.as_ref().is_some_and(|t| t.number == number) {
+            state.turn = None;
+        }
+    }
     writer.append(
         &kinds.turn_end,
         &TurnEnd {

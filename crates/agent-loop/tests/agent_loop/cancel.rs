@@ -179,3 +179,98 @@ async fn the_first_cause_wins() {
     handle.dispose().await;
     assert_eq!(a.await, aborted(1, CancelCause::User));
 }
+
+/// Cancels the agent the first time it sees an event of type `on`, and records the result.
+struct CancelAt {
+    on: &'static str,
+    agent: std::sync::Mutex<Option<std::sync::Arc<dyn dsh_agent::Agent>>>,
+    result: std::sync::Mutex<Option<bool>>,
+}
+
+impl dsh_session::SessionObserver for CancelAt {
+    fn name(&self) -> &str {
+        "cancel-at"
+    }
+    fn on_append(
+        &self,
+        _s: &dsh_session::Session,
+        event: &std::sync::Arc<dsh_session::SessionEvent>,
+    ) {
+        if event.kind.as_str() == self.on
+            && let Some(agent) = self.agent.lock().unwrap().take()
+        {
+            *self.result.lock().unwrap() = Some(agent.cancel(CancelCause::User));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_at_any_event_of_a_tool_turn_leaves_a_valid_log_and_starts_nothing_after() {
+    for on in [
+        "turn/start",
+        "step/start",
+        "user/message",
+        "assistant/chunk",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "turn/end",
+    ] {
+        let model = ScriptedModel::new(vec![
+            vec![
+                Act::Text("x"),
+                Act::Call("c1", "echo", "{}"),
+                Act::Finish(FinishReason::ToolCalls),
+            ],
+            say("after"),
+        ]);
+        let h = Harness::new(model.clone()).await;
+        let probe = Probe::new("echo");
+        let bodies = probe.seen.clone();
+        h.add_tool(probe);
+        let handle = h.agent().await;
+        let agent = handle.agent().clone();
+        let observer = std::sync::Arc::new(CancelAt {
+            on,
+            agent: std::sync::Mutex::new(Some(agent.clone())),
+            result: Default::default(),
+        });
+        h.store
+            .subscribe(
+                h.runtime.scope(),
+                dsh_session::Interest::Session(agent.id().clone()),
+                observer.clone(),
+            )
+            .unwrap();
+        let outcome = agent.send(user("go")).unwrap().await;
+        let events = agent.session().events();
+        validate_log(&events);
+        let cancelled = observer.result.lock().unwrap().unwrap();
+        if on == "turn/end" {
+            assert!(!cancelled, "{on}: nothing left to cancel");
+            assert_eq!(
+                outcome,
+                TurnOutcome::Ended {
+                    turn: 1,
+                    reason: TurnEndReason::Completed
+                }
+            );
+            continue;
+        }
+        assert!(cancelled, "{on}");
+        assert_eq!(outcome, aborted(1, CancelCause::User), "{on}");
+        let requests = model.calls();
+        let ran = bodies.lock().unwrap().len();
+        match on {
+            "turn/start" | "step/start" | "user/message" => {
+                assert_eq!((requests, ran), (0, 0), "{on}")
+            }
+            "assistant/chunk" | "assistant/message" | "tool/call" => {
+                assert_eq!((requests, ran), (1, 0), "{on}")
+            }
+            _ => assert_eq!((requests, ran), (1, 1), "{on}: no second request"),
+        }
+        handle.dispose().await;
+    }
+}

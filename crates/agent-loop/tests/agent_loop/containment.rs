@@ -410,3 +410,37 @@ async fn a_tool_withdrawn_mid_step_still_runs_in_that_step_and_is_gone_from_the_
     assert!(model.request(1).tools.is_empty());
     handle.dispose().await;
 }
+
+#[test]
+fn the_log_validator_refuses_broken_logs() {
+    fn event(seq: u64, kind: &str, data: &str) -> Arc<SessionEvent> {
+        Arc::new(SessionEvent {
+            seq,
+            kind: dsh_session::EventType::new(kind).unwrap(),
+            time: 1,
+            ignorable: false,
+            data: serde_json::value::RawValue::from_string(data.into()).unwrap(),
+        })
+    }
+    let open_turn = vec![event(0, "turn/start", r#"{"turn":1}"#)];
+    let unanswered = vec![
+        event(0, "turn/start", r#"{"turn":1}"#),
+        event(1, "step/start", r#"{"turn":1,"step":1}"#),
+        event(
+            2,
+            "assistant/message",
+            r#"{"turn":1,"step":1,"message":{"role":"assistant","content":"","tool_calls":[{"id":"c","name":"t","arguments":"{}"}]}}"#,
+        ),
+        event(3, "step/end", r#"{"turn":1,"step":1}"#),
+        event(4, "turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#),
+    ];
+    let outside = vec![event(
+        0,
+        "user/message",
+        r#"{"turn":1,"step":1,"message":{"text":"x"}}"#,
+    )];
+    for broken in [open_turn, unanswered, outside] {
+        let refused = std::panic::catch_unwind(|| validate_log(&broken));
+        assert!(refused.is_err());
+    }
+}

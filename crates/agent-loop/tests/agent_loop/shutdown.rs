@@ -18,6 +18,8 @@ struct Held {
     inner: Arc<JsonlPersistence>,
     header_gate: Mutex<Option<Gate>>,
     load_gate: Mutex<Option<Gate>>,
+    /// Hands out logs whose final `turn/end` is missing, as a buggy provider might.
+    unbalanced: std::sync::atomic::AtomicBool,
 }
 
 #[dsh_kernel::async_trait]
@@ -50,7 +52,16 @@ impl SessionPersistence for Held {
         if let Some(gate) = gate {
             gate.pass_for_tests().await;
         }
-        self.inner.load(id, known).await
+        let mut loaded = self.inner.load(id, known).await?;
+        if self.unbalanced.load(std::sync::atomic::Ordering::SeqCst)
+            && loaded
+                .events
+                .last()
+                .is_some_and(|e| e.kind.as_str() == "turn/end")
+        {
+            loaded.events.pop();
+        }
+        Ok(loaded)
     }
     async fn inspect(
         &self,
@@ -100,6 +111,7 @@ async fn harness() -> (Harness, Arc<Held>, tempfile::TempDir) {
         inner: JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap(),
         header_gate: Mutex::new(None),
         load_gate: Mutex::new(None),
+        unbalanced: Default::default(),
     });
     h.runtime.load(HeldPlugin(held.clone())).await.unwrap();
     h.store
@@ -225,4 +237,31 @@ async fn a_resume_held_in_load_rolls_back_when_the_plugin_unloads_and_leaves_the
         before,
         "the stored log is unchanged"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_log_that_leaves_a_turn_open_is_refused_and_nothing_is_published() {
+    let (h, held, _dir) = harness().await;
+    let first = h
+        .registry()
+        .create(
+            CreateAgent::new(h.owner())
+                .with_id(id("open"))
+                .with_cwd("/w"),
+        )
+        .await
+        .unwrap();
+    first.agent().send(user("a")).unwrap().await;
+    first.dispose().await;
+    held.unbalanced
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let resumed = h
+        .registry()
+        .resume(ResumeAgent::new(h.owner(), id("open")))
+        .await;
+    assert!(
+        matches!(&resumed, Err(AgentError::InvalidLog { reason, .. }) if reason.contains("turn")),
+        "{resumed:?}"
+    );
+    assert!(h.registry().list().is_empty() && h.store.list_live().is_empty());
 }
