@@ -28,7 +28,8 @@ use crate::shared::Loop;
 struct Creation {
     /// Fired by a teardown that starts before the transaction ended.
     cancel: CancellationToken,
-    /// Set once the transaction has published or rolled back.
+    /// Set once nothing of the transaction is visible but what it published: it published,
+    /// rolled back, or withdrew its session while an announcement was held up.
     finished: watch::Sender<bool>,
     /// The published agent, taken by the teardown so nothing keeps it alive afterwards.
     agent: Mutex<Option<Arc<LoopAgent>>>,
@@ -290,7 +291,26 @@ async fn transact(
         Err(SessionError::AlreadyExists { id }) => return Err(AgentError::AlreadyLive { id }),
         Err(err) => return Err(err.into()),
     }
-    if let Err(err) = store.announce(&session).await {
+    // An owner disposed while an observer (the persistence provider) holds the announcement
+    // must not wait for it: the session is withdrawn at once, so nothing of this creation is
+    // visible any more, and the announcement rolls itself back when the observer returns.
+    let announced = {
+        let announce = store.announce(&session);
+        tokio::pin!(announce);
+        tokio::select! {
+            biased;
+            announced = &mut announce => announced,
+            _ = creation.cancel.cancelled() => {
+                store.withdraw(&session);
+                creation.finished.send_replace(true);
+                announce.await
+            }
+        }
+    };
+    if let Err(err) = announced {
+        if creation.cancel.is_cancelled() {
+            return Err(AgentError::ShuttingDown);
+        }
         return Err(announce_error(&id, err));
     }
     // From here the session is live: every early exit detaches it again.

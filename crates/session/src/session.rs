@@ -66,6 +66,8 @@ pub(crate) struct Log {
     pub(crate) published_from: Option<u64>,
     pub(crate) announcing: bool,
     pub(crate) detach_requested: bool,
+    /// Withdrawn while announcing: hidden from lookups, rolled back when announcing ends.
+    pub(crate) withdrawn: bool,
     last_time: i64,
 }
 
@@ -111,6 +113,7 @@ impl Session {
                     published_from: None,
                     announcing: false,
                     detach_requested: false,
+                    withdrawn: false,
                     last_time,
                 }),
                 announced: Notify::new(),

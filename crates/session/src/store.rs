@@ -267,6 +267,16 @@ impl SessionStore {
                 cause,
             });
         }
+        if session.inner.log.lock().withdrawn {
+            self.remove(session);
+            self.end_announcement(session, None);
+            for sub in self.observers.interested(&id) {
+                let _ = self
+                    .dispose_one(&sub, session, DisposeReason::RolledBack)
+                    .await;
+            }
+            return Err(SessionError::Detached { id });
+        }
         let detach_requested = self.end_announcement(session, Some(SessionState::Announced));
         if detach_requested {
             let _ = self.detach_now(session).await;
@@ -406,15 +416,38 @@ impl SessionStore {
             })
     }
 
+    /// Withdraws a session whose announcement is still running (its creator gave up while an
+    /// observer, such as a persistence provider, had not answered yet): from now on `get` and
+    /// `list_live` no longer show it, and when its observers return the announcement rolls
+    /// back (`on_disposed(RolledBack)`) and `announce` fails with `Detached`. False, and
+    /// nothing done, when the session is not announcing.
+    pub fn withdraw(&self, session: &Session) -> bool {
+        let mut log = session.inner.log.lock();
+        if !log.announcing {
+            return false;
+        }
+        log.withdrawn = true;
+        true
+    }
+
     /// The live session with `id`.
     pub fn get(&self, id: &SessionId) -> Option<Session> {
-        self.live.lock().sessions.get(id).map(|(_, s)| s.clone())
+        self.live
+            .lock()
+            .sessions
+            .get(id)
+            .map(|(_, s)| s.clone())
+            .filter(|s| !s.inner.log.lock().withdrawn)
     }
 
     /// The live sessions, in enter order.
     pub fn list_live(&self) -> Vec<Session> {
         let live = self.live.lock();
-        let mut all: Vec<&(u64, Session)> = live.sessions.values().collect();
+        let mut all: Vec<&(u64, Session)> = live
+            .sessions
+            .values()
+            .filter(|(_, s)| !s.inner.log.lock().withdrawn)
+            .collect();
         all.sort_by_key(|(order, _)| *order);
         all.into_iter().map(|(_, s)| s.clone()).collect()
     }

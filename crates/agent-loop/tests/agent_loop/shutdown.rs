@@ -18,6 +18,7 @@ struct Held {
     inner: Arc<JsonlPersistence>,
     header_gate: Mutex<Option<Gate>>,
     load_gate: Mutex<Option<Gate>>,
+    create_gate: Mutex<Option<Gate>>,
     /// Hands out logs whose final `turn/end` is missing, as a buggy provider might.
     unbalanced: std::sync::atomic::AtomicBool,
 }
@@ -28,6 +29,10 @@ impl SessionPersistence for Held {
         "held"
     }
     async fn create(&self, header: &SessionHeader, origin: Origin) -> Result<(), PersistenceError> {
+        let gate = self.create_gate.lock().unwrap().take();
+        if let Some(gate) = gate {
+            gate.pass_for_tests().await;
+        }
         self.inner.create(header, origin).await
     }
     async fn append(
@@ -111,6 +116,7 @@ async fn harness() -> (Harness, Arc<Held>, tempfile::TempDir) {
         inner: JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap(),
         header_gate: Mutex::new(None),
         load_gate: Mutex::new(None),
+        create_gate: Mutex::new(None),
         unbalanced: Default::default(),
     });
     h.runtime.load(HeldPlugin(held.clone())).await.unwrap();
@@ -264,4 +270,48 @@ async fn a_loaded_log_that_leaves_a_turn_open_is_refused_and_nothing_is_publishe
         "{resumed:?}"
     );
     assert!(h.registry().list().is_empty() && h.store.list_live().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disposing_the_owner_during_a_held_announcement_withdraws_it_without_waiting() {
+    let (h, held, _dir) = harness().await;
+    let stored = h
+        .registry()
+        .create(
+            CreateAgent::new(h.owner())
+                .with_id(id("stored"))
+                .with_cwd("/w"),
+        )
+        .await
+        .unwrap();
+    stored.agent().send(user("a")).unwrap().await;
+    stored.dispose().await;
+    for resume in [false, true] {
+        let gate = Gate::default();
+        *held.create_gate.lock().unwrap() = Some(gate.clone());
+        let owner = h.runtime.scope().child("connection").unwrap();
+        let call = {
+            let (registry, owner) = (h.registry(), owner.clone());
+            tokio::spawn(async move {
+                if resume {
+                    registry.resume(ResumeAgent::new(owner, id("stored"))).await
+                } else {
+                    registry
+                        .create(CreateAgent::new(owner).with_id(id("fresh")).with_cwd("/w"))
+                        .await
+                }
+            })
+        };
+        // The session is live and being announced; persistence holds the announcement.
+        gate.entered().await;
+        owner.dispose().await;
+        assert!(h.registry().list().is_empty(), "resume: {resume}");
+        assert!(h.store.list_live().is_empty(), "resume: {resume}");
+        gate.release();
+        let outcome = call.await.unwrap();
+        assert!(
+            matches!(outcome, Err(AgentError::ShuttingDown)),
+            "resume {resume}: {outcome:?}"
+        );
+    }
 }

@@ -583,3 +583,65 @@ async fn an_observer_whose_drop_subscribes_again_does_not_hang_its_removal() {
         .expect("no deadlock");
     runtime.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_withdrawn_while_announcing_vanishes_at_once_and_rolls_back_when_observers_return()
+ {
+    struct Held {
+        entered: tokio::sync::Semaphore,
+        release: tokio::sync::Semaphore,
+    }
+    #[dsh_kernel::async_trait]
+    impl dsh_session::SessionObserver for Held {
+        fn name(&self) -> &str {
+            "held"
+        }
+        async fn on_created(
+            &self,
+            _s: &dsh_session::Session,
+            _from: u64,
+        ) -> Result<(), dsh_kernel::BoxError> {
+            self.entered.add_permits(1);
+            self.release.acquire().await.unwrap().forget();
+            Ok(())
+        }
+    }
+    let runtime = Runtime::new();
+    let store = SessionStore::new();
+    let recorder = Arc::new(Recorder::default());
+    store
+        .subscribe(runtime.scope(), Interest::All, recorder.clone())
+        .unwrap();
+    let held = Arc::new(Held {
+        entered: tokio::sync::Semaphore::new(0),
+        release: tokio::sync::Semaphore::new(0),
+    });
+    store
+        .subscribe(runtime.scope(), Interest::All, held.clone())
+        .unwrap();
+    let session = store.prepare(spec("w")).unwrap();
+    assert!(!store.withdraw(&session), "not announcing yet");
+    store.enter(&session).unwrap();
+    let announcing = {
+        let (store, session) = (store.clone(), session.clone());
+        tokio::spawn(async move { store.announce(&session).await })
+    };
+    held.entered.acquire().await.unwrap().forget();
+    assert!(store.withdraw(&session));
+    assert!(store.list_live().is_empty());
+    assert!(store.get(session.id()).is_none());
+    // One permit for this announcement, one for the creation that reuses the id below.
+    held.release.add_permits(2);
+    assert!(matches!(
+        announcing.await.unwrap(),
+        Err(SessionError::Detached { .. })
+    ));
+    let calls = recorder.calls.lock().unwrap().clone();
+    assert_eq!(
+        calls.last().map(String::as_str),
+        Some("disposed w RolledBack"),
+        "{calls:?}"
+    );
+    // The id is free again.
+    store.create(spec("w")).await.unwrap();
+}
