@@ -17,13 +17,17 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
         let opened = {
             let mut state = agent.state.lock();
             let claim = state.start.take();
-            match (state.turn.as_ref(), claim) {
+            let opened = match (state.turn.as_ref(), claim) {
                 (Some(ctl), Some(claim)) => Some((ctl.number, ctl.token.clone(), claim)),
                 _ => None,
+            };
+            if opened.is_none() {
+                set_idle(&agent, &mut state);
             }
+            opened
         };
         let Some((number, token, claim)) = opened else {
-            go_idle(&agent);
+            agent.drain();
             return;
         };
         // A panic in the loop itself is contained: the turn ends `error{internal}` and the
@@ -61,6 +65,9 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
         for ticket in tickets {
             ticket.resolve(outcome.clone());
         }
+        // The decision to go on and the switch to idle are one step under the lock: a waking
+        // message accepted a moment later finds the agent idle and starts a driver of its
+        // own, instead of landing in an inbox nobody will read.
         let more = {
             let mut state = agent.state.lock();
             state.turn = None;
@@ -68,26 +75,24 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
                 agent.open_turn(&mut state);
                 true
             } else {
+                set_idle(&agent, &mut state);
                 false
             }
         };
         if !more {
-            go_idle(&agent);
+            agent.drain();
             return;
         }
     }
 }
 
-fn go_idle(agent: &LoopAgent) {
-    {
-        let mut state = agent.state.lock();
-        state.status = AgentStatus::Idle;
-        agent.queue_event(AgentEvent::Status {
-            id: agent.id.clone(),
-            status: AgentStatus::Idle,
-        });
-    }
-    agent.drain();
+/// Marks the agent idle (under its lock) and queues the status event.
+fn set_idle(agent: &LoopAgent, state: &mut crate::agent::State) {
+    state.status = AgentStatus::Idle;
+    agent.queue_event(AgentEvent::Status {
+        id: agent.id.clone(),
+        status: AgentStatus::Idle,
+    });
 }
 
 /// After a panic inside a turn, closes what the log left open so it stays well-formed.

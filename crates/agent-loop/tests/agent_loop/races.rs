@@ -405,3 +405,88 @@ async fn max_steps_ends_a_turn_that_keeps_calling_tools() {
     let _ = FinishReason::Stop;
     handle.dispose().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_racing_the_end_of_a_step_lands_in_exactly_one_step() {
+    for _ in 0..300 {
+        let gate = Gate::default();
+        let model = ScriptedModel::new(vec![
+            vec![
+                Act::Gate(gate.clone()),
+                Act::Text("one"),
+                Act::Finish(FinishReason::Stop),
+            ],
+            say("two"),
+        ]);
+        let h = Harness::new(model).await;
+        let handle = h.agent().await;
+        let agent = handle.agent().clone();
+        let a = agent.send(user("A")).unwrap();
+        gate.entered().await;
+        let steering = {
+            let agent = agent.clone();
+            std::thread::spawn(move || agent.steer(user("S")).unwrap())
+        };
+        gate.release();
+        let s = tokio::task::spawn_blocking(move || steering.join().unwrap())
+            .await
+            .unwrap();
+        let (a, s) = (a.await, s.await);
+        assert!(matches!(a, TurnOutcome::Ended { turn: 1, .. }));
+        assert!(
+            matches!(
+                s,
+                TurnOutcome::Ended {
+                    turn: 1 | 2,
+                    reason: TurnEndReason::Completed
+                }
+            ),
+            "{s:?}"
+        );
+        let count = agent
+            .session()
+            .events()
+            .iter()
+            .filter(|e| data(e)["message"]["text"] == "S")
+            .count();
+        assert_eq!(count, 1, "S was claimed exactly once");
+        handle.dispose().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_racing_the_next_claim_never_lets_the_queued_prompt_complete() {
+    for _ in 0..300 {
+        let gate = Gate::default();
+        let model = ScriptedModel::new(vec![say("one"), vec![Act::Gate(gate.clone()), Act::Hang]]);
+        let h = Harness::new(model).await;
+        let handle = h.agent().await;
+        let agent = handle.agent().clone();
+        let a = agent.send(user("A")).unwrap();
+        let b = agent.send(user("B")).unwrap();
+        let cancelling = {
+            let agent = agent.clone();
+            std::thread::spawn(move || agent.cancel(CancelCause::User))
+        };
+        tokio::task::spawn_blocking(move || cancelling.join().unwrap())
+            .await
+            .unwrap();
+        gate.release();
+        let _ = a.await;
+        match b.await {
+            TurnOutcome::Discarded {
+                cause: CancelCause::User,
+            } => {}
+            TurnOutcome::Ended {
+                turn: 2,
+                reason:
+                    TurnEndReason::Aborted {
+                        cause: CancelCause::User,
+                    },
+            } => {}
+            other => panic!("B must not complete: {other:?}"),
+        }
+        validate_log(&agent.session().events());
+        handle.dispose().await;
+    }
+}
