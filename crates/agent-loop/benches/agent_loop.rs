@@ -177,7 +177,9 @@ fn bench_idle_agents(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let (tx, _arrived) = mpsc::unbounded_channel();
+    let (tx, arrived) = mpsc::unbounded_channel();
+    // The arrival reports are not needed here.
+    drop(arrived);
     let (runtime, registry) = rt.block_on(wired(tx));
     // Footprint: heap retained per idle agent, over 1,000.
     let before = LIVE.load(Ordering::SeqCst);
@@ -202,12 +204,20 @@ fn bench_idle_agents(c: &mut Criterion) {
     let rss_with = rss_kib();
     let listed = registry.list().len();
     let begun = Instant::now();
+    rt.block_on(futures::future::join_all(handles.iter().map(|h| {
+        h.agent()
+            .send(UserMessage::user("one each"))
+            .unwrap()
+            .outcome()
+    })));
+    let sent = begun.elapsed();
+    let begun = Instant::now();
     rt.block_on(futures::future::join_all(
         handles.iter().map(AgentHandle::dispose),
     ));
     let disposed = begun.elapsed();
     eprintln!(
-        "10,000 idle agents: created in {created:?}, RSS +{} KiB ({} listed), all disposed concurrently in {disposed:?}; registry empty: {}",
+        "10,000 idle agents: created in {created:?}, RSS +{} KiB ({} listed), one send to each completed in {sent:?}, all disposed concurrently in {disposed:?}; registry empty: {}",
         rss_with.saturating_sub(rss_before),
         listed,
         registry.list().is_empty()
