@@ -305,3 +305,71 @@ async fn a_fresh_create_over_a_retiring_id_without_persistence_waits_and_succeed
     assert!(fresh.agent().session().events().is_empty());
     fresh.dispose().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_sent_while_a_tool_runs_opens_the_next_step_after_the_results() {
+    let gate = Gate::default();
+    let model = ScriptedModel::new(vec![call("c1", "slow", "{}"), say("done")]);
+    let h = Harness::new(model.clone()).await;
+    let mut slow = Probe::new("slow");
+    slow.gate = Some(gate.clone());
+    h.add_tool(slow);
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    let a = agent.send(user("A")).unwrap();
+    gate.entered().await;
+    let s = agent.steer(user("S")).unwrap();
+    gate.release();
+    assert_eq!(a.await, completed(1));
+    assert_eq!(s.await, completed(1));
+    let kinds = kinds(&agent.session().events());
+    let result = kinds.iter().position(|k| k == "tool/result").unwrap();
+    let second_step = kinds.iter().rposition(|k| k == "step/start").unwrap();
+    assert!(result < second_step);
+    assert_eq!(kinds[second_step + 1], "user/message", "S opens step 2");
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_corrupted_log_fails_with_the_persistence_error_and_leaves_the_file_alone() {
+    let h = Harness::persistent(ScriptedModel::new(vec![say("one"), say("two")])).await;
+    let id = dsh_session::SessionId::parse("bent").unwrap();
+    let first = h
+        .registry()
+        .create(
+            CreateAgent::new(h.owner())
+                .with_id(id.clone())
+                .with_cwd("/w"),
+        )
+        .await
+        .unwrap();
+    first.agent().send(user("a")).unwrap().await;
+    first.agent().send(user("b")).unwrap().await;
+    first.dispose().await;
+    let file = std::fs::read_dir(h.dir.as_ref().unwrap().path())
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    // Damage a record well before the last completed turn.
+    let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 3;
+    bytes[at] = b'#';
+    std::fs::write(&file, &bytes).unwrap();
+    let resumed = h
+        .registry()
+        .resume(dsh_agent::ResumeAgent::new(h.owner(), id))
+        .await;
+    assert!(
+        matches!(&resumed, Err(dsh_agent::AgentError::Persistence(_))),
+        "{resumed:?}"
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        bytes,
+        "the file is left as it was"
+    );
+    assert!(h.store.list_live().is_empty());
+}
