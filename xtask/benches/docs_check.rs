@@ -1,4 +1,4 @@
-//! The budgets of xtask spec §18 on a generated repository (200 RFCs, 40 documents, 10 pairs,
+//! The speed budgets of the gates on a generated repository (200 RFCs, 40 documents, 10 pairs,
 //! 300 sources): medians of 5 in-process runs with a warm file cache, and peak memory.
 //! Run with `cargo bench -p xtask --bench docs_check`; nothing here is asserted.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]

@@ -1,4 +1,4 @@
-//! A synthetic repository for the budgets of §18: RFCs spread over lifecycles and classes,
+//! A synthetic repository for the gates' speed budgets: RFCs spread over lifecycles and classes,
 //! each with links and code blocks, a fresh index, other documents, pairs and Rust sources.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The `doc-budgets` gate (§13): standing documents listed in `xtask/budgets.toml` stay under
+//! The `doc-budgets` gate: standing documents listed in `xtask/budgets.toml` stay under
 //! a word ceiling, counted like `wc -w`.
 
 use crate::diag::{Diagnostic, Rule};

@@ -101,7 +101,7 @@ impl Metadata {
 }
 
 impl Package {
-    /// The crate root (CDOC-01): the library target's source, else the binary named like the
+    /// The crate root: the library target's source, else the binary named like the
     /// package, else the first binary.
     pub fn crate_root(&self) -> Option<&Path> {
         const LIB_KINDS: [&str; 6] = ["lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro"];

@@ -1,4 +1,4 @@
-//! `cargo xtask ci` (xtask spec §15): the whole pipeline, with every check living in xtask so
+//! `cargo xtask ci`: the whole pipeline, with every check living in xtask so
 //! that local runs, hooks and CI cannot drift.
 
 use std::ffi::OsStr;
@@ -31,7 +31,7 @@ impl Step {
     }
 }
 
-/// The steps, in order (CI-01).
+/// The steps, in order.
 const STEPS: &[Step] = &[
     Step::Cargo("fmt", &["fmt", "--all", "--", "--check"]),
     Step::Cargo(

@@ -1,4 +1,4 @@
-//! The command line (xtask spec §2): clap definitions and one handler per command. Handlers
+//! The command line: clap definitions and one handler per command. Handlers
 //! return the exit code; every `XtaskError` becomes exit 2 with `error: …` on stderr.
 
 use std::collections::BTreeSet;

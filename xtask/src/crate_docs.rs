@@ -1,4 +1,4 @@
-//! The crate-docs gate (xtask spec CDOC-01..03): every member's crate root opens with its
+//! The crate-docs gate: every member's crate root opens with its
 //! documentation, and that documentation states the member's seam role exactly once.
 
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ pub fn check(
     Ok((diagnostics, checked))
 }
 
-/// The role word of a `//! Seam role: <word>` line, if the line is one (CDOC-02's pattern).
+/// The role word of a `//! Seam role: <word>` line, if the line is one.
 fn role_word(line: &str) -> Option<&str> {
     let rest = line.strip_prefix(ROLE_PREFIX)?;
     ROLE_WORDS.into_iter().find(|word| {

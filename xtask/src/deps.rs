@@ -1,4 +1,4 @@
-//! The crate-graph gate (`deps`, xtask spec §14): every declared edge of every member is
+//! The crate-graph gate (`deps`): every declared edge of every member is
 //! checked against the seam matrix and the restricted third-party table, so the design brief's
 //! architecture invariants 1–5 hold in every section of every manifest.
 
@@ -37,7 +37,7 @@ const RESTRICTED: &[(&str, &[&str], &str)] = &[
 const HTTP: &str = "only dsh-llm-openai has an HTTP client (architecture invariant 5)";
 
 /// The verdict on one internal edge: the rule it breaks and why, or `None` when allowed
-/// (the DEP-03 matrix).
+/// .
 pub fn edge_verdict(from: Role, to: Role, dev: bool) -> Option<(Rule, &'static str)> {
     use Role::*;
     const DEV: &str = "a crate's tests reach providers, consumers and the binary only through dsh-test-support (architecture invariant 4)";

@@ -1,4 +1,4 @@
-//! Gates, rules, diagnostics and how a report is printed (xtask spec §3).
+//! Gates, rules, diagnostics and how a report is printed.
 
 use std::io::{self, Write};
 
@@ -7,27 +7,27 @@ use serde_json::json;
 /// A named family of rules, in the order `docs check` runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Gate {
-    /// Files every other gate can read (§4).
+    /// Files every other gate can read.
     Files,
-    /// RFC placement and naming (§5).
+    /// RFC placement and naming.
     RfcTree,
-    /// The RFC file format (§6).
+    /// The RFC file format.
     RfcFormat,
-    /// The generated RFC index (§7).
+    /// The generated RFC index.
     RfcIndex,
-    /// Bilingual pairs (§9).
+    /// Bilingual pairs.
     I18n,
-    /// Markdown links (§10).
+    /// Markdown links.
     MdLinks,
-    /// Hard-wrapped paragraphs (§11).
+    /// Hard-wrapped paragraphs.
     MdWrap,
-    /// Document references in source files (§12).
+    /// Document references in source files.
     DocRefs,
-    /// Word budgets (§13).
+    /// Word budgets.
     DocBudgets,
-    /// The crate graph (§14).
+    /// The crate graph.
     Deps,
-    /// Crate-root documentation and role lines (§14).
+    /// Crate-root documentation and role lines.
     CrateDocs,
 }
 
@@ -70,7 +70,7 @@ impl Gate {
 
 macro_rules! rules {
     ($($variant:ident => ($gate:ident, $id:literal),)*) => {
-        /// One rule of one gate; its id is `gate/rule` (xtask spec §17).
+        /// One rule of one gate; its id is `gate/rule`.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Rule {
             $(
@@ -183,7 +183,7 @@ impl Diagnostic {
         }
     }
 
-    /// The sort key of OUT-02: path bytes, absent line first, rule id, message.
+    /// The report order: path bytes, absent line first, rule id, message.
     fn key(&self) -> (&[u8], Option<u32>, &str, &str) {
         (
             self.path.as_bytes(),
@@ -237,7 +237,7 @@ impl Report {
         self.finish();
     }
 
-    /// Sorts per OUT-02 and removes duplicates, so the order never depends on walk order.
+    /// Sorts into the report order and removes duplicates, so the order never depends on walk order.
     pub fn finish(&mut self) {
         self.diagnostics.sort_by(|a, b| a.key().cmp(&b.key()));
         self.diagnostics.dedup();
@@ -259,7 +259,7 @@ pub enum Format {
     Json,
 }
 
-/// Prints reports and notes in the chosen format (OUT-01..OUT-04).
+/// Prints reports and notes in the chosen format.
 pub struct Printer<'a> {
     /// The chosen format.
     pub format: Format,

@@ -1,4 +1,4 @@
-//! `docs check` (§4–§13): runs the documentation gates in order over one shared file index
+//! `docs check`: runs the documentation gates in order over one shared file index
 //! and parse cache, and applies `--fix` (which only ever regenerates the RFC index).
 
 use crate::diag::{Diagnostic, Gate, Report};

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// A usage, configuration or environment error (xtask spec OUT-05). Diagnostics are not
+/// A usage, configuration or environment error. Diagnostics are not
 /// errors: they are the verdict of a gate that ran.
 #[derive(Debug)]
 pub enum XtaskError {

@@ -1,4 +1,4 @@
-//! The `files` gate (SCP-04): documents, sources and records must be UTF-8; a file that is
+//! The `files` gate: documents, sources and records must be UTF-8; a file that is
 //! not is reported once here and skipped by every other gate.
 
 use crate::diag::{Diagnostic, Rule};

@@ -1,4 +1,4 @@
-//! `i18n list` (PAR-14): one row per non-excluded English document with its pairing status.
+//! `i18n list`: one row per non-excluded English document with its pairing status.
 
 use serde_json::json;
 

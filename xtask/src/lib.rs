@@ -106,7 +106,7 @@ pub fn run_with(
     cli::main(args, env, &mut printer)
 }
 
-/// The documentation gates (§4–§13) over an opened repository.
+/// The documentation gates over an opened repository.
 pub fn docs_check(repo: &Repo, opts: &DocsOptions) -> Result<Report, XtaskError> {
     Ok(docs::run(repo, opts)?.report)
 }

@@ -1,4 +1,4 @@
-//! The `md-links` gate (§10): every relative link, image and link-reference definition points
+//! The `md-links` gate: every relative link, image and link-reference definition points
 //! at a file of the repository, and a fragment into a Markdown file names one of its anchors.
 
 use std::sync::LazyLock;

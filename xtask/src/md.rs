@@ -1,4 +1,4 @@
-//! Markdown, parsed once per file and shared by every gate (xtask spec OUT-07, SCP-05): one
+//! Markdown, parsed once per file and shared by every gate: one
 //! pulldown-cmark pass collects headings, anchors, links, wrapped blocks, code blocks and
 //! tables.
 
@@ -46,7 +46,7 @@ pub struct Code {
     pub line: u32,
 }
 
-/// A block whose prose spans several source lines (WRP-01).
+/// A block whose prose spans several source lines.
 #[derive(Clone, Debug)]
 pub struct Wrapped {
     pub line: u32,
@@ -57,7 +57,7 @@ pub struct Wrapped {
 #[derive(Debug, Default)]
 pub struct Doc {
     pub headings: Vec<Heading>,
-    /// Heading slugs plus `id`/`name` values of `<a>` tags (LNK-05).
+    /// Heading slugs plus `id`/`name` values of `<a>` tags.
     pub anchors: HashSet<String>,
     /// Links in document order; definitions are appended after the inline ones.
     pub links: Vec<Link>,
@@ -320,7 +320,7 @@ fn attribute(attrs: &str, name: &str) -> Option<String> {
     None
 }
 
-/// GitHub-style heading slugs with per-file deduplication (LNK-06).
+/// GitHub-style heading slugs with per-file deduplication.
 #[derive(Default)]
 pub struct Slugger {
     taken: HashSet<String>,

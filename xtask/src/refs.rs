@@ -1,4 +1,4 @@
-//! The `doc-refs` gate (§12): a `docs/….md` path cited in Rust source, in a comment or a
+//! The `doc-refs` gate: a `docs/….md` path cited in Rust source, in a comment or a
 //! string, names a real document (and a real anchor when it carries a fragment).
 
 use std::sync::LazyLock;

@@ -1,5 +1,5 @@
-//! The repository a command works on: its root, today, the file index of §4, and a cache that
-//! reads every file at most once and parses every Markdown file at most once (OUT-07).
+//! The repository a command works on: its root, today, the file index every gate reads, and a cache that
+//! reads every file at most once and parses every Markdown file at most once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ struct Loaded {
 }
 
 impl Repo {
-    /// Opens the repository at `root` and walks it (SCP-01): every path except `.git/`,
+    /// Opens the repository at `root` and walks it: every path except `.git/`,
     /// `target/` at any depth and `.gitignore`d paths; hidden paths included; symlinks not
     /// followed (a symlink counts as present when its target exists).
     pub fn open(root: &Path, today: Date) -> Result<Repo, XtaskError> {

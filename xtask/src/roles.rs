@@ -1,5 +1,4 @@
-//! Seam roles, read from `[workspace.metadata.dsh.roles]` in the root manifest (xtask spec
-//! §14, DEP-01).
+//! Seam roles, read from `[workspace.metadata.dsh.roles]` in the root manifest.
 
 use std::collections::BTreeMap;
 use std::fmt;

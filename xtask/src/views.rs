@@ -1,8 +1,8 @@
-//! The line views of xtask spec §6: `lines` split on `\n`, and which of them are prose
+//! The line views the format gates share: `lines` split on `\n`, and which of them are prose
 //! (neither inside nor delimiting a fenced code block). RFC content checks scan prose only, so
 //! a document may quote the format inside a fence.
 
-/// The §6 line views: `lines` split on `\n`, and which of them are prose (not inside or
+/// The line views: `lines` split on `\n`, and which of them are prose (not inside or
 /// delimiting a fenced code block).
 pub struct Views<'a> {
     pub lines: Vec<&'a str>,

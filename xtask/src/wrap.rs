@@ -1,4 +1,4 @@
-//! The `md-wrap` gate (§11): a prose paragraph is one physical line; editors soft-wrap.
+//! The `md-wrap` gate: a prose paragraph is one physical line; editors soft-wrap.
 
 use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;

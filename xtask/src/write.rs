@@ -1,4 +1,4 @@
-//! The only way xtask writes a file (OUT-06): to a temporary file in the target's directory,
+//! The only way xtask writes a file: to a temporary file in the target's directory,
 //! then renamed over the target, so an interrupted write leaves the old file intact.
 
 use std::io::Write;

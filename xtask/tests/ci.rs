@@ -1,6 +1,6 @@
-//! `cargo xtask ci` (xtask spec §15), run as the real binary against a copy of the baseline
+//! `cargo xtask ci`, run as the real binary against a copy of the baseline
 //! with `CARGO` pointing at a stub that logs each call and forwards `metadata` to real cargo.
-//! Never run against the real repository: its `test` step would recurse (CI-06).
+//! Never run against the real repository: its `test` step would recurse.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -79,7 +79,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// T-CI-01: every step runs, exactly these commands, in order, from the root.
+/// Every step runs, exactly these commands, in order, from the root.
 #[test]
 fn all_steps_pass() {
     let stub = Stub::new();
@@ -100,7 +100,7 @@ fn all_steps_pass() {
     assert!(stderr.contains("ci: 0 of 5 steps failed"), "{stderr}");
 }
 
-/// T-CI-02: a failed step does not stop the others.
+/// A failed step does not stop the others.
 #[test]
 fn a_failed_step_does_not_stop_the_rest() {
     let stub = Stub::new();
@@ -113,7 +113,7 @@ fn a_failed_step_does_not_stop_the_rest() {
     assert!(stderr.contains("ci: 1 of 5 steps failed"), "{stderr}");
 }
 
-/// T-CI-03: `--fail-fast` stops after the first failure and reports the rest skipped.
+/// `--fail-fast` stops after the first failure and reports the rest skipped.
 #[test]
 fn fail_fast_skips_the_rest() {
     let stub = Stub::new();
@@ -129,7 +129,7 @@ fn fail_fast_skips_the_rest() {
     }
 }
 
-/// T-CI-04: a cargo that cannot start is an environment error.
+/// A cargo that cannot start is an environment error.
 #[test]
 fn a_missing_cargo_exits_2() {
     let stub = Stub::new();
@@ -139,7 +139,7 @@ fn a_missing_cargo_exits_2() {
     assert!(stderr.contains("error: cargo could not run"), "{stderr}");
 }
 
-/// T-CI-05: JSON mode keeps stdout pure; child output moves to stderr.
+/// JSON mode keeps stdout pure; child output moves to stderr.
 #[test]
 fn json_mode_keeps_stdout_json() {
     let stub = Stub::new();
@@ -157,7 +157,7 @@ fn json_mode_keeps_stdout_json() {
     assert!(text(&out.stderr).contains("stub stdout for fmt"));
 }
 
-/// T-CI-06: a broken link fails the `docs` step and the run.
+/// A broken link fails the `docs` step and the run.
 #[test]
 fn a_broken_link_fails_the_docs_step() {
     let stub = Stub::new();

@@ -1,4 +1,4 @@
-//! The command line and the output contract (xtask spec §2–§3): usage errors, flags, sorting,
+//! The command line and the output contract: usage errors, flags, sorting,
 //! JSON and quiet modes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +9,7 @@ use std::process::Command;
 
 use support::{diagnostics, good_copy, run, run_argv, snapshot};
 
-/// T-CLI-01: xtask is a lib plus a bin, never published.
+/// Xtask is a lib plus a bin, never published.
 #[test]
 fn xtask_has_lib_and_bin_targets_and_is_not_published() {
     let meta = support::metadata();
@@ -33,7 +33,7 @@ fn xtask_has_lib_and_bin_targets_and_is_not_published() {
     assert_eq!(xtask["publish"], serde_json::json!([]), "publish = false");
 }
 
-/// T-CLI-02: unknown commands and flags, and a missing command, are usage errors that touch
+/// Unknown commands and flags, and a missing command, are usage errors that touch
 /// nothing.
 #[test]
 fn bad_command_lines_exit_2_with_usage_and_write_nothing() {
@@ -65,7 +65,7 @@ fn help_goes_to_stdout_and_exits_0() {
     );
 }
 
-/// T-CLI-03: `--root` must name an existing directory.
+/// `--root` must name an existing directory.
 #[test]
 fn a_missing_root_is_an_error() {
     let out = run(
@@ -82,7 +82,7 @@ fn a_missing_root_is_an_error() {
     );
 }
 
-/// T-CLI-04: an invalid `XTASK_TODAY` is an environment error, checked by the real binary.
+/// An invalid `XTASK_TODAY` is an environment error, checked by the real binary.
 #[test]
 fn an_invalid_xtask_today_exits_2() {
     let tmp = good_copy();
@@ -117,7 +117,7 @@ fn three_bad_crates() -> tempfile::TempDir {
     tmp
 }
 
-/// T-OUT-01: diagnostics are sorted by path, absent line first, then line, rule and message.
+/// Diagnostics are sorted by path, absent line first, then line, rule and message.
 #[test]
 fn diagnostics_are_printed_sorted() {
     let tmp = three_bad_crates();
@@ -134,7 +134,7 @@ fn diagnostics_are_printed_sorted() {
     );
 }
 
-/// T-OUT-02: JSON mode puts only JSON objects on stdout, with the same verdict.
+/// JSON mode puts only JSON objects on stdout, with the same verdict.
 #[test]
 fn json_mode_prints_only_json_on_stdout() {
     let tmp = three_bad_crates();
@@ -164,7 +164,7 @@ fn json_mode_prints_only_json_on_stdout() {
     assert_eq!(summaries[0]["checked"], 11);
 }
 
-/// T-OUT-03: `-q` silences a clean run completely; without it, summaries go to stderr.
+/// `-q` silences a clean run completely; without it, summaries go to stderr.
 #[test]
 fn quiet_mode_and_summaries() {
     let tmp = good_copy();

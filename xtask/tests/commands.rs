@@ -28,7 +28,7 @@ fn rfc(title: &str, status: &str) -> String {
     format!("{title}\n\n{status}\n\n{sections}")
 }
 
-/// T-IDX-01 and T-IDX-08: the index's exact bytes.
+/// The index's exact bytes.
 #[test]
 fn the_index_renders_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
@@ -62,7 +62,7 @@ fn the_index_renders_byte_for_byte() {
     assert_eq!(written, golden);
 }
 
-/// T-IDX-03: `rfc index` creates a missing index, then finds it up to date without writing.
+/// `rfc index` creates a missing index, then finds it up to date without writing.
 #[test]
 fn rfc_index_creates_then_leaves_alone() {
     let tmp = good_copy();
@@ -86,7 +86,7 @@ fn rfc_index_creates_then_leaves_alone() {
     assert_eq!(check.code, 0);
 }
 
-/// T-IDX-05: `--fix` rewrites the stale index and nothing else.
+/// `--fix` rewrites the stale index and nothing else.
 #[test]
 fn fix_rewrites_only_the_index() {
     let tmp = good_copy();
@@ -107,7 +107,7 @@ fn fix_rewrites_only_the_index() {
     assert_eq!(before, after);
 }
 
-/// T-IDX-07: with a tree error, `rfc index` and `--fix` refuse and leave the index alone.
+/// With a tree error, `rfc index` and `--fix` refuse and leave the index alone.
 #[test]
 fn a_tree_error_blocks_the_generators() {
     let tmp = good_copy();
@@ -133,7 +133,7 @@ fn a_tree_error_blocks_the_generators() {
     }
 }
 
-/// T-NEW-01, T-NEW-06: the scaffold's exact bytes, its path on stdout, and a fresh index.
+/// The scaffold's exact bytes, its path on stdout, and a fresh index.
 #[test]
 fn rfc_new_writes_the_scaffold_and_refreshes_the_index() {
     let tmp = good_copy();
@@ -162,7 +162,7 @@ fn rfc_new_writes_the_scaffold_and_refreshes_the_index() {
     assert_eq!(run(tmp.path(), &["rfc", "index", "--check"], None).code, 0);
 }
 
-/// T-NEW-02: a fresh scaffold of each lifecycle fails only on its placeholders.
+/// A fresh scaffold of each lifecycle fails only on its placeholders.
 #[test]
 fn scaffolds_conform_except_placeholders() {
     for (lifecycle, extra, sections) in [
@@ -186,7 +186,7 @@ fn scaffolds_conform_except_placeholders() {
     }
 }
 
-/// T-NEW-03..05: bad requests exit 2 and write nothing.
+/// Bad requests exit 2 and write nothing.
 #[test]
 fn bad_scaffold_requests_write_nothing() {
     let tmp = good_copy();
@@ -258,7 +258,7 @@ fn bad_scaffold_requests_write_nothing() {
     assert_eq!(before, snapshot(tmp.path()));
 }
 
-/// T-NEW-06: with a broken tree the RFC is written but the index is left alone.
+/// With a broken tree the RFC is written but the index is left alone.
 #[test]
 fn rfc_new_with_a_broken_tree_leaves_the_index() {
     let tmp = good_copy();
@@ -294,7 +294,7 @@ fn rfc_new_with_a_broken_tree_leaves_the_index() {
     );
 }
 
-/// T-PAR-20: bad record arguments exit 2 and write no record at all.
+/// Bad record arguments exit 2 and write no record at all.
 #[test]
 fn bad_record_arguments_write_nothing() {
     let tmp = good_copy();
@@ -316,7 +316,7 @@ fn bad_record_arguments_write_nothing() {
     assert_eq!(std::fs::read(&record).unwrap(), before);
 }
 
-/// T-PAR-21, T-PAR-23: record rewrites to the canonical bytes, then reports unchanged; the
+/// Record rewrites to the canonical bytes, then reports unchanged; the
 /// ids match `git hash-object`; a bad manifest is a configuration error.
 #[test]
 fn record_confirms_a_pair() {
@@ -368,7 +368,7 @@ fn record_confirms_a_pair() {
     }
 }
 
-/// T-PAR-24, T-PAR-25: `i18n list` and `i18n check PAIR`.
+/// `i18n list` and `i18n check PAIR`.
 #[test]
 fn list_and_check_named_pairs() {
     let tmp = good_copy();
@@ -397,7 +397,7 @@ fn list_and_check_named_pairs() {
     );
 }
 
-/// T-BUD-05: the budget table.
+/// The budget table.
 #[test]
 fn budget_list() {
     let tmp = good_copy();
@@ -417,7 +417,7 @@ fn budget_list() {
     assert_eq!(run(tmp.path(), &["docs", "budgets"], None).code, 1);
 }
 
-/// T-SCP-01: ignored, `target/` and fixture paths are not scanned; hidden paths are.
+/// Ignored, `target/` and fixture paths are not scanned; hidden paths are.
 #[test]
 fn scope_skips_ignored_target_and_fixture_paths() {
     let tmp = good_copy();
@@ -439,7 +439,7 @@ fn scope_skips_ignored_target_and_fixture_paths() {
     );
 }
 
-/// T-SCP-02: a symlinked document is scanned once, under its target's path.
+/// A symlinked document is scanned once, under its target's path.
 #[test]
 fn symlinks_are_scanned_under_their_target() {
     let tmp = good_copy();
@@ -449,7 +449,7 @@ fn symlinks_are_scanned_under_their_target() {
     assert_eq!(diagnostics(&out.stderr), ["AGENTS.md:3: md-links/target"]);
 }
 
-/// T-SCP-04: an unreadable file is an environment error naming it (not testable as root,
+/// An unreadable file is an environment error naming it (not testable as root,
 /// who reads every file).
 #[test]
 fn an_unreadable_file_exits_2() {
@@ -466,7 +466,7 @@ fn an_unreadable_file_exits_2() {
     assert!(out.stderr.contains("docs/x.md"), "{}", out.stderr);
 }
 
-/// SCP-04, deterministic even as root: a file indexed by the walk that cannot be read when a
+/// The files gate, deterministic even as root: a file indexed by the walk that cannot be read when a
 /// gate needs it is an environment error naming the path, not a verdict.
 #[test]
 fn a_file_that_vanishes_after_the_walk_is_an_io_error() {
@@ -479,7 +479,7 @@ fn a_file_that_vanishes_after_the_walk_is_an_io_error() {
     }
 }
 
-/// T-TRE-03: an empty directory with an unknown class name is reported.
+/// An empty directory with an unknown class name is reported.
 #[test]
 fn an_empty_unknown_class_directory_is_reported() {
     let tmp = good_copy();

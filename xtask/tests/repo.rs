@@ -13,7 +13,7 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// T-REPO-01: the `cargo xtask` alias.
+/// The `cargo xtask` alias.
 #[test]
 fn cargo_config_defines_the_xtask_alias() {
     let config: toml::Table = toml::from_str(&read(".cargo/config.toml")).unwrap();
@@ -23,7 +23,7 @@ fn cargo_config_defines_the_xtask_alias() {
     );
 }
 
-/// T-REPO-02: xtask links no workspace crate, no async runtime and no YAML library.
+/// Xtask links no workspace crate, no async runtime and no YAML library.
 #[test]
 fn xtask_depends_on_no_member_runtime_or_yaml() {
     let meta = metadata();
@@ -41,7 +41,7 @@ fn xtask_depends_on_no_member_runtime_or_yaml() {
     }
 }
 
-/// T-REPO-03: `.ci/run` only changes to the root and hands over to `cargo xtask ci`, and the
+/// `.ci/run` only changes to the root and hands over to `cargo xtask ci`, and the
 /// README gives that command.
 #[test]
 fn ci_entry_point_and_readme() {
@@ -74,7 +74,7 @@ fn ci_entry_point_and_readme() {
     assert!(found, "README.md gives `cargo xtask ci` in a code block");
 }
 
-/// T-REPO-04: the repository passes its own gates and carries its corpus.
+/// The repository passes its own gates and carries its corpus.
 #[test]
 fn the_repository_passes_its_own_gates() {
     for args in [&["deps"][..], &["docs", "check"]] {
@@ -161,7 +161,7 @@ fn the_rfc_corpus_is_complete() {
     );
 }
 
-/// T-REPO-05: line endings and generated files are declared.
+/// Line endings and generated files are declared.
 #[test]
 fn gitattributes_declares_line_endings_and_generated_files() {
     let attributes = read(".gitattributes");
@@ -175,7 +175,7 @@ fn gitattributes_declares_line_endings_and_generated_files() {
     }
 }
 
-/// T-REPO-06: the roles table is the spec's, so reclassifying a crate is a visible change.
+/// The roles table is the spec's, so reclassifying a crate is a visible change.
 #[test]
 fn the_roles_table_is_pinned() {
     let meta = metadata();

@@ -1,4 +1,4 @@
-//! Model-seam budgets (llm spec §7): SSE decode throughput, allocations per streamed token, and
+//! Model-seam budgets: SSE decode throughput, allocations per streamed token, and
 //! the overhead from `stream()` to the request reaching a loopback server.
 //! Run with `cargo bench -p dsh-llm-openai --bench decode`.
 #![allow(

@@ -1,4 +1,4 @@
-//! Configuration (llm spec §2.1, OAI-01, OAI-02). The provider never reads the environment:
+//! Configuration. The provider never reads the environment:
 //! the CLI resolves the key, so tests never mutate process state.
 
 use std::fmt;
@@ -35,7 +35,7 @@ impl fmt::Display for ApiKey {
     }
 }
 
-/// When and how long to wait before retrying (OAI-17, OAI-18).
+/// When and how long to wait before retrying.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt.

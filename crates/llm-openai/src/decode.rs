@@ -1,4 +1,4 @@
-//! Response decoding (OAI-07..OAI-16): server-sent events in, `ModelEvent`s out. The output is
+//! Response decoding: server-sent events in, `ModelEvent`s out. The output is
 //! the same for every split of the same bytes, because `eventsource-stream` reassembles events
 //! and this decoder only sees whole events.
 
@@ -337,7 +337,7 @@ struct State<S> {
     ended: bool,
 }
 
-/// Decodes a response body into model events (OAI-14).
+/// Decodes a response body into model events.
 pub fn decode_body<S>(body: S) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
 where
     S: Stream<Item = io::Result<Bytes>> + Send + 'static,

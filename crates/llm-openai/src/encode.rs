@@ -1,4 +1,4 @@
-//! Request encoding (OAI-03..OAI-05): the chat-completions body for a `ModelRequest`.
+//! Request encoding: the chat-completions body for a `ModelRequest`.
 
 use dsh_llm::{Message, ModelRequest, ReasoningEffort};
 use serde_json::{Map, Value, json};

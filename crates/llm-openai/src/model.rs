@@ -1,4 +1,4 @@
-//! The HTTP transport (OAI-03, OAI-06, OAI-17..OAI-20): one `reqwest::Client` per model,
+//! The HTTP transport: one `reqwest::Client` per model,
 //! retries with backoff before the first model event only, an idle timeout reset by every
 //! received chunk, and cancellation that drops the response (closing the connection) at once.
 

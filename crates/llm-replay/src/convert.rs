@@ -1,4 +1,4 @@
-//! Recorded sessions as scripts (RPL-08): every completed assistant message becomes an entry,
+//! Recorded sessions as scripts: every completed assistant message becomes an entry,
 //! so a session can be replayed without a server.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! `ReplayModel` (RPL-02..RPL-06, RPL-09): serves script entries as model streams, first
+//! `ReplayModel`: serves script entries as model streams, first
 //! matching unconsumed entry per call, with delays, hangs and errors driven by the tokio clock.
 
 use std::collections::VecDeque;

@@ -1,4 +1,4 @@
-//! The replay script format, version 1 (llm spec §3.1). Parsing is strict: unknown fields,
+//! The replay script format, version 1. Parsing is strict: unknown fields,
 //! empty strings, `repeat: 0` and contradictory endings are refused with a position.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! `StreamChecker` (LLM-07): enforces the stream contract LLM-01..LLM-04 on any provider's
+//! `StreamChecker`: enforces the stream contract (see the crate docs) on any provider's
 //! output. Tests run every provider through it; the agent loop may run it in debug builds.
 
 use crate::error::ModelError;

@@ -1,4 +1,4 @@
-//! Model errors (llm spec §1.3, LLM-10).
+//! Model errors.
 
 use std::fmt;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! because the agent pulls one event at a time and checks cancellation between them; a push
 //! callback would need its own back-pressure and cancellation story.
 //!
-//! The stream contract (LLM-01..LLM-06), checked by [`StreamChecker`]:
+//! The stream contract, checked by [`StreamChecker`]:
 //! - a stream is `Item* Usage? Finish` or `Item* Err`, and yields nothing after its terminal
 //!   item;
 //! - deltas are non-empty and keep provider order;

@@ -1,4 +1,4 @@
-//! The vocabulary of one model call (llm spec §1.1). Everything serializes, because the agent
+//! The vocabulary of one model call. Everything serializes, because the agent
 //! records requests and outcomes in the session log.
 
 use serde::{Deserialize, Serialize};

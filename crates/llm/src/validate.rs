@@ -1,4 +1,4 @@
-//! Request validation shared by every provider (LLM-08): an agent bug fails the same way
+//! Request validation shared by every provider: an agent bug fails the same way
 //! against the replay model as against a real server, before any I/O.
 
 use std::collections::HashSet;

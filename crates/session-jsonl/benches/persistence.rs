@@ -1,4 +1,4 @@
-//! Session persistence budgets (session spec §13), measured on the real file system:
+//! Session persistence budgets, measured on the real file system:
 //! B1 append throughput through store, bridge and provider; B2 the flush barrier against a raw
 //! fdatasync; B3 cold load of a 100 000-event session; B4 listing 10 000 sessions; B5 memory
 //! per live idle session. Run with `cargo bench -p dsh-session-jsonl --bench persistence`.
@@ -38,7 +38,7 @@ fn header(id: &str, cwd: &str) -> SessionHeader {
     }
 }
 
-/// B1: 1 KiB events appended through the store until the final flush returns.
+/// 1 KiB events appended through the store until the final flush returns.
 fn append_throughput(c: &mut Criterion) {
     let rt = rt();
     let dir = tempfile::tempdir().unwrap();
@@ -96,7 +96,7 @@ fn append_throughput(c: &mut Criterion) {
     group.finish();
 }
 
-/// B2: a flush with ≤ 64 KiB buffered, next to a raw write + fdatasync of the same bytes.
+/// A flush with ≤ 64 KiB buffered, next to a raw write + fdatasync of the same bytes.
 fn flush_barrier(c: &mut Criterion) {
     let rt = rt();
     let dir = tempfile::tempdir().unwrap();
@@ -152,7 +152,7 @@ fn flush_barrier(c: &mut Criterion) {
     rt.block_on(async { p.close(&hd.id, CloseIntent::Flush).await.unwrap() });
 }
 
-/// B3: cold load of a 100 000-event balanced session of about 30 MB.
+/// Cold load of a 100 000-event balanced session of about 30 MB.
 fn cold_load(c: &mut Criterion) {
     let rt = rt();
     let dir = tempfile::tempdir().unwrap();
@@ -199,7 +199,7 @@ fn cold_load(c: &mut Criterion) {
     group.finish();
 }
 
-/// B4: listing 10 000 sessions in 100 project directories, headers only.
+/// Listing 10 000 sessions in 100 project directories, headers only.
 fn listing(c: &mut Criterion) {
     let rt = rt();
     let dir = tempfile::tempdir().unwrap();
@@ -239,7 +239,7 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// B5: resident memory per live idle session (printed, not timed).
+/// Resident memory per live idle session (printed, not timed).
 fn memory(_c: &mut Criterion) {
     let rt = rt();
     let dir = tempfile::tempdir().unwrap();

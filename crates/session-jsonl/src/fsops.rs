@@ -1,4 +1,4 @@
-//! Every file-system call that can fail mid-write goes through `FsOps` (SJ-13), so tests can
+//! Every file-system call that can fail mid-write goes through `FsOps`, so tests can
 //! inject failures and stalls into exactly the calls the durability rules are about.
 
 use std::fs::File;

@@ -1,4 +1,4 @@
-//! The header line of a log file (SJ-03, SP-13).
+//! The header line of a log file.
 
 use dsh_session::{SESSION_FORMAT_VERSION, SessionHeader, SessionId};
 use serde::{Deserialize, Serialize};

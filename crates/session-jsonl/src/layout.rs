@@ -1,4 +1,4 @@
-//! Where logs live (SJ-02): `<root>/<project>/<file>`, names derived from the working
+//! Where logs live: `<root>/<project>/<file>`, names derived from the working
 //! directory and the id so that they are injective, readable, never hidden and at most 255
 //! bytes.
 

@@ -431,7 +431,7 @@ fn read_header_only(
     load::read_header(id, path, &mut reader).map(|(h, _)| h)
 }
 
-/// Opens a stored log for appending after checking it is the one the caller loaded (SP-03).
+/// Opens a stored log for appending after checking it is the one the caller loaded.
 async fn resume_file(
     id: &SessionId,
     path: &std::path::Path,

@@ -1,4 +1,4 @@
-//! Finding and listing logs (SJ-10, SJ-11): by file name across project directories, and by
+//! Finding and listing logs: by file name across project directories, and by
 //! header line only for listings.
 
 use std::collections::HashMap;

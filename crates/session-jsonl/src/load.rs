@@ -1,4 +1,4 @@
-//! Cold reads (SP-07, SP-09, SP-13..SP-19, SJ-10): stream a log, apply the committed-boundary
+//! Cold reads: stream a log, apply the committed-boundary
 //! rule, and, for `load`, repair the torn tail durably under the single-writer lock.
 
 use std::fs::{File, OpenOptions};
@@ -53,7 +53,7 @@ pub(crate) fn revision(file: &File) -> std::io::Result<StoreRevision> {
     )))
 }
 
-/// Reads and checks the header line of `file` (SP-13); returns it and the offset after it.
+/// Reads and checks the header line of `file`; returns it and the offset after it.
 pub(crate) fn read_header(
     id: &SessionId,
     path: &Path,
@@ -161,7 +161,7 @@ pub(crate) fn read(
     })
 }
 
-/// Removes the torn tail durably, then appends the closers durably (SP-18). A crash between
+/// Removes the torn tail durably, then appends the closers durably. A crash between
 /// the two is harmless: the next load computes the same closers.
 fn repair(
     fs: &dyn FsOps,

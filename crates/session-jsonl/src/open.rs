@@ -1,4 +1,4 @@
-//! An open session's write path (SJ-04..SJ-08): an in-memory buffer that `append` fills
+//! An open session's write path: an in-memory buffer that `append` fills
 //! without waiting for disk, a write-behind timer, and one write at a time that either
 //! materializes the file or appends to it, rolling back to the last durable length on failure.
 
@@ -298,7 +298,7 @@ impl Open {
         }
     }
 
-    /// The first write (SJ-05): a synced temp file published by a no-overwrite hard link.
+    /// The first write: a synced temp file published by a no-overwrite hard link.
     async fn materialize(
         &self,
         ctx: &Arc<Ctx>,

@@ -1,4 +1,4 @@
-//! Reading a log (SJ-10, §9): a bounded line reader that never buffers more than one record
+//! Reading a log: a bounded line reader that never buffers more than one record
 //! plus one byte, and the committed-boundary analysis that decides between repair and refusal.
 
 use std::io::{self, BufRead};
@@ -55,7 +55,7 @@ pub fn next_record(reader: &mut impl BufRead) -> io::Result<Option<(Record, u64)
     }
 }
 
-/// The §9 verdict over the event records.
+/// The load verdict over the event records: intact, repairable tail, or corrupt.
 pub struct Analysis {
     /// Events before the first defective record.
     pub kept: Vec<Arc<SessionEvent>>,

@@ -1,4 +1,4 @@
-//! T-53: crash injection with real processes. A child (this test binary, re-executed) appends a
+//! Crash injection with real processes. A child (this test binary, re-executed) appends a
 //! deterministic mix of events and reports every completed flush on its stdout; the parent
 //! SIGKILLs it at a random point, then checks that nothing flushed was lost, the log loads
 //! repaired and balanced, and appending continues. `DSH_CRASH_ITERATIONS` raises the count for

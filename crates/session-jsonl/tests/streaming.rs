@@ -1,4 +1,4 @@
-//! T-49: loading a 256 MiB log never makes one allocation larger than `MAX_EVENT_BYTES` plus
+//! Loading a 256 MiB log never makes one allocation larger than `MAX_EVENT_BYTES` plus
 //! 64 KiB, so the file is streamed, never read into one buffer. A test binary of its own,
 //! because it installs a counting global allocator.
 

@@ -1,4 +1,4 @@
-//! The persistence bridge (SE-32..SE-35): the one store observer that feeds a
+//! The persistence bridge: the one store observer that feeds a
 //! `SessionPersistence` provider. `on_append` only queues (it runs under the publication lock);
 //! a per-session pump task hands queued events to the provider in order, coalescing whatever
 //! queued meanwhile into one `append` call.

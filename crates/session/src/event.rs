@@ -1,4 +1,4 @@
-//! The event envelope and its one codec (SE-08..SE-11): every provider stores event records in
+//! The event envelope and its one codec: every provider stores event records in
 //! exactly this encoding, so a log written by one provider reads the same in another.
 
 use std::fmt;
@@ -67,7 +67,7 @@ impl EventType {
     }
 }
 
-/// The SE-10 grammar.
+/// The event type grammar: 3 to 64 bytes of `[a-z0-9_.-]` segments joined by `/`.
 pub fn valid_type(kind: &str) -> bool {
     (3..=64).contains(&kind.len())
         && kind.split('/').count() >= 2
@@ -116,7 +116,7 @@ impl SessionEvent {
     /// outside `data`, no newline.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         use std::io::Write;
-        // Writing into a Vec cannot fail; the type name needs no escaping (SE-10).
+        // Writing into a Vec cannot fail; the type name needs no escaping.
         let _ = write!(
             out,
             "{{\"seq\":{},\"type\":\"{}\",\"time\":{},",

@@ -1,4 +1,4 @@
-//! A serializer that writes nothing and fails on a non-finite float (SE-09).
+//! A serializer that writes nothing and fails on a non-finite float.
 //!
 //! Hand-written because serde_json turns `NaN` and infinities into `null` without an error,
 //! which would store a payload that does not round-trip; no maintained crate offers the check.

@@ -1,4 +1,4 @@
-//! The session header (SE-05..SE-07): immutable after `prepare`, stored outside the log, never
+//! The session header: immutable after `prepare`, stored outside the log, never
 //! part of model history.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! Session ids (SE-01..SE-04): one id names a session, its agent and its shell owner token.
+//! Session ids: one id names a session, its agent and its shell owner token.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,4 @@
-//! Store observers (§7): the store's notifications `session/created`, `session/event`,
+//! Store observers: the store's notifications `session/created`, `session/event`,
 //! `session/flush` and `session/disposed`, delivered to subscribers in subscription order and
 //! contained so that one failing observer never breaks the others or the appender.
 

@@ -1,4 +1,4 @@
-//! The core payloads dsh-session interprets (SE-13). Field names are fixed: the agent writes
+//! The core payloads dsh-session interprets. Field names are fixed: the agent writes
 //! these structs, and crash repair reads them back.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The `SessionPersistence` seam (§8): how a provider stores session logs. Providers implement
+//! The `SessionPersistence` seam: how a provider stores session logs. Providers implement
 //! it; the persistence bridge and the CLI use it through `Arc<dyn SessionPersistence>`.
 
 use std::fmt;

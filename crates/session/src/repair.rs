@@ -1,4 +1,4 @@
-//! Crash repair's closers (SP-16, SP-17): the events that close a turn left open by a process
+//! Crash repair's closers: the events that close a turn left open by a process
 //! that died. A pure function shared by every persistence provider, so a repair interrupted
 //! half-way computes the same closers, byte for byte, on the next load.
 

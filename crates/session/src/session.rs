@@ -1,4 +1,4 @@
-//! `Session` (§5): a header plus an append-only, in-memory log. Appends are synchronous and
+//! `Session`: a header plus an append-only, in-memory log. Appends are synchronous and
 //! totally ordered; once the session is announced every append is published to the store's
 //! observers under the session's publication lock.
 

@@ -1,4 +1,4 @@
-//! `SessionStore` (§6): the live sessions of one runtime and the
+//! `SessionStore`: the live sessions of one runtime and the
 //! `prepare` → `enter` → `announce` transaction that publishes one.
 //!
 //! Lock order: the store's live table, then a session's publication lock. Observer callbacks

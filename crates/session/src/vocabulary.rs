@@ -1,4 +1,4 @@
-//! The event vocabulary (SE-12): which types this build can write and reload, and which of them
+//! The event vocabulary: which types this build can write and reload, and which of them
 //! an older or newer dsh may skip.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! A real HTTP/1.1 model server on 127.0.0.1 (llm spec MOCK-01..MOCK-03): scripted responses
+//! A real HTTP/1.1 model server on 127.0.0.1: scripted responses
 //! replayed byte for byte, in segments, with delays, abrupt endings and hangs, recording every
 //! request and when each connection closed — so a test can prove that a cancelled client
 //! really closed its connection.

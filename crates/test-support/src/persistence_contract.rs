@@ -1,5 +1,4 @@
-//! The contract every `SessionPersistence` provider must pass (session spec SP-20, tests
-//! T-29..T-46), written against the trait alone. A provider's test calls [`run`] with a
+//! The contract every `SessionPersistence` provider must pass, written against the trait alone. A provider's test calls [`run`] with a
 //! [`Harness`] that builds the provider over a storage directory and exposes its stored
 //! records, so the suite can damage them.
 
@@ -107,7 +106,7 @@ fn known() -> EventVocabulary {
     EventVocabulary::new()
 }
 
-/// T-30: header and events come back byte-identical.
+/// Header and events come back byte-identical.
 async fn round_trip(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -120,7 +119,7 @@ async fn round_trip(h: &dyn Harness) {
     assert_eq!(loaded.repair.dropped_records + loaded.repair.closers, 0);
 }
 
-/// T-31: nothing stored before the first event; `create(New)` over a stored log is refused.
+/// Nothing stored before the first event; `create(New)` over a stored log is refused.
 async fn lazy_create(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -154,7 +153,7 @@ async fn lazy_create(h: &dyn Harness) {
     assert!(err.to_string().contains("load or resume"), "{err}");
 }
 
-/// T-32: resume continues the seq; a changed log conflicts; an open id is live.
+/// Resume continues the seq; a changed log conflicts; an open id is live.
 async fn resume(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -189,7 +188,7 @@ async fn resume(h: &dyn Harness) {
     ));
 }
 
-/// T-33: an unknown required type refuses the load and changes nothing; ignorable loads.
+/// An unknown required type refuses the load and changes nothing; ignorable loads.
 async fn unknown_types(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -216,7 +215,7 @@ async fn unknown_types(h: &dyn Harness) {
     assert!(p.load(&hd.id, &vocabulary).await.is_ok());
 }
 
-/// T-34: seq checks refuse the whole batch.
+/// Seq checks refuse the whole batch.
 async fn seq_checks(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -242,7 +241,7 @@ async fn seq_checks(h: &dyn Harness) {
     ));
 }
 
-/// T-35: after `flush`, a fresh instance loads every accepted event.
+/// After `flush`, a fresh instance loads every accepted event.
 async fn barrier(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -257,7 +256,7 @@ async fn barrier(h: &dyn Harness) {
     p.close(&hd.id, CloseIntent::Flush).await.expect("close");
 }
 
-/// T-36, T-37: abandon leaves nothing; load guards.
+/// Abandon leaves nothing; load guards.
 async fn close_and_load_guards(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -281,7 +280,7 @@ async fn close_and_load_guards(h: &dyn Harness) {
     ));
 }
 
-/// T-38: newest first, headers only, cwd filter, unreadable headers skipped.
+/// Newest first, headers only, cwd filter, unreadable headers skipped.
 async fn listing(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -314,7 +313,7 @@ async fn listing(h: &dyn Harness) {
     assert_eq!(again.skipped.len(), 1);
 }
 
-/// T-39: shutdown flushes open sessions; afterwards every call is `Closed`.
+/// Shutdown flushes open sessions; afterwards every call is `Closed`.
 async fn shutdown(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -342,7 +341,7 @@ async fn shutdown(h: &dyn Harness) {
     );
 }
 
-/// T-42: version, id and shape of the header.
+/// Version, id and shape of the header.
 async fn headers(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -381,7 +380,7 @@ async fn headers(h: &dyn Harness) {
     ));
 }
 
-/// T-43: damage before the last `turn/end` refuses the load and changes nothing.
+/// Damage before the last `turn/end` refuses the load and changes nothing.
 async fn damage_before_last_turn(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());
@@ -446,7 +445,7 @@ async fn damage_before_last_turn(h: &dyn Harness) {
     }
 }
 
-/// T-44, T-45, T-46: a torn tail is dropped, closers close the open turn, a second load
+/// A torn tail is dropped, closers close the open turn, a second load
 /// changes nothing, and appending continues.
 async fn torn_tail(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -501,7 +500,7 @@ async fn torn_tail(h: &dyn Harness) {
     );
 }
 
-/// T-29: `header` and `inspect` write nothing; delete guards.
+/// `header` and `inspect` write nothing; delete guards.
 async fn side_effect_free_reads_and_delete(h: &dyn Harness) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = h.provider(dir.path());

@@ -1,4 +1,4 @@
-//! The recorded-shape SSE fixtures of `fixtures/sse/` (llm spec MOCK-04), for the decoder's
+//! The recorded-shape SSE fixtures of `fixtures/sse/`, for the decoder's
 //! in-memory tests and the mock model server.
 
 /// Every fixture name.

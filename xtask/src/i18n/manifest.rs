@@ -1,4 +1,4 @@
-//! `xtask/pairs.toml` (PAR-01): which English documents must be paired, and which never are.
+//! `xtask/pairs.toml`: which English documents must be paired, and which never are.
 
 use crate::error::XtaskError;
 use crate::repo::{Repo, Text};

@@ -1,4 +1,4 @@
-//! The `i18n` gate (§9): an English document, its Chinese twin and their record travel
+//! The `i18n` gate: an English document, its Chinese twin and their record travel
 //! together; a twin that drifts from its English side is caught by content hashes and by
 //! structural signatures.
 
@@ -15,7 +15,7 @@ use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;
 use crate::repo::{Repo, Text};
 
-/// The English paths derived from every twin and record in the scanned set (PAR-03).
+/// The English paths derived from every twin and record in the scanned set.
 pub fn anchors(repo: &Repo) -> BTreeSet<String> {
     repo.scanned_files()
         .filter_map(|p| {

@@ -1,4 +1,4 @@
-//! Translation records (PAR-05, PAR-06, PAR-10): two blob ids, read line by line, never with
+//! Translation records: two blob ids, read line by line, never with
 //! a YAML parser.
 
 use sha1::{Digest, Sha1};

@@ -1,4 +1,4 @@
-//! Structural signatures of a pair (PAR-08): headings, code blocks, tables and links must
+//! Structural signatures of a pair: headings, code blocks, tables and links must
 //! line up one for one; prose is never compared.
 
 use crate::md::{Doc, LinkKind, cut};

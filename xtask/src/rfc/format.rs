@@ -1,4 +1,4 @@
-//! The `rfc-format` gate (§6): header block, sections per lifecycle, alternatives, retired
+//! The `rfc-format` gate: header block, sections per lifecycle, alternatives, retired
 //! markers. Content scans use the prose view, so a document may quote the format in a fence.
 
 use std::sync::LazyLock;
@@ -33,7 +33,7 @@ pub fn check(rfcs: &[Rfc], twins: &[Twin]) -> Vec<Diagnostic> {
     out
 }
 
-/// FMT-01 and FMT-02: a CR or a BOM is the only finding for a file.
+/// A CR or a BOM is the only finding for a file.
 fn encoding(path: &str, text: &str, out: &mut Vec<Diagnostic>) -> bool {
     if let Some(pos) = text.find('\r') {
         let line = text[..pos].matches('\n').count() + 1;
@@ -185,7 +185,7 @@ fn check_rfc(rfc: &Rfc, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// FMT-13: a twin translates the title but keeps the header's shape and status tokens.
+/// A twin translates the title but keeps the header's shape and status tokens.
 fn check_twin(twin: &Twin, out: &mut Vec<Diagnostic>) {
     if !encoding(&twin.path, &twin.text, out) {
         return;

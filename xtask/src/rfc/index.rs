@@ -1,4 +1,4 @@
-//! The `rfc-index` gate and generator (§7): `docs/rfc/INDEX.md` is rendered in full from a
+//! The `rfc-index` gate and generator: `docs/rfc/INDEX.md` is rendered in full from a
 //! valid tree, and the curated README holds no index-shaped rows.
 
 use std::sync::LazyLock;
@@ -25,7 +25,7 @@ fn capitalised(word: &str) -> String {
     }
 }
 
-/// The index's exact bytes for `rfcs` (IDX-01, IDX-02).
+/// The index's exact bytes for `rfcs`.
 pub fn render(rfcs: &[Rfc]) -> String {
     let mut blocks: Vec<String> = vec!["# RFC index".into(), BANNER.into()];
     for lifecycle in LIFECYCLES {
@@ -62,7 +62,7 @@ pub fn render(rfcs: &[Rfc]) -> String {
     out
 }
 
-/// `rfc-index/stale` when the index on disk differs from `rendered` (IDX-04).
+/// `rfc-index/stale` when the index on disk differs from `rendered`.
 pub fn stale(repo: &Repo, rendered: &str) -> Result<Option<Diagnostic>, XtaskError> {
     let message = "differs from the generated index; run cargo xtask rfc index".to_owned();
     if !repo.exists(INDEX_PATH) {
@@ -102,7 +102,7 @@ pub fn stale(repo: &Repo, rendered: &str) -> Result<Option<Diagnostic>, XtaskErr
     )))
 }
 
-/// `rfc-index/readme-row` for every index-shaped row of the RFC README (IDX-06).
+/// `rfc-index/readme-row` for every index-shaped row of the RFC README.
 pub fn readme_rows(repo: &Repo) -> Result<Vec<Diagnostic>, XtaskError> {
     if !repo.is_scanned_file(README_PATH) {
         return Ok(Vec::new());

@@ -1,4 +1,4 @@
-//! The RFC gates (xtask spec §5–§8): where RFCs live, what they look like, the generated
+//! The RFC gates: where RFCs live, what they look like, the generated
 //! index and the scaffold.
 
 pub mod format;
@@ -48,10 +48,10 @@ pub(crate) fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("constant regular expression")
 }
 
-/// The slug grammar (TRE-06): lowercase ASCII words joined by single hyphens.
+/// The slug grammar: lowercase ASCII words joined by single hyphens.
 pub static SLUG: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-z0-9]+(-[a-z0-9]+)*$"));
 
-/// The required H2s of a lifecycle besides `## Problem`, in canonical order (§6 table).
+/// The required H2s of a lifecycle besides `## Problem`, in canonical order.
 pub fn required_sections(lifecycle: &str) -> &'static [&'static str] {
     match lifecycle {
         "proposed" => &[
@@ -69,7 +69,7 @@ pub fn required_sections(lifecycle: &str) -> &'static [&'static str] {
     }
 }
 
-/// The status line a lifecycle folder requires (FMT-05).
+/// The status line a lifecycle folder requires.
 pub fn status_ok(lifecycle: &str, line: &str) -> bool {
     match lifecycle {
         "proposed" => line == "Status: proposed",

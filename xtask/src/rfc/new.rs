@@ -1,4 +1,4 @@
-//! `rfc new` (§8): a scaffold that conforms to the format in every respect but its
+//! `rfc new`: a scaffold that conforms to the format in every respect but its
 //! placeholders, so an unfilled scaffold cannot merge.
 
 use super::format::PLACEHOLDER;
@@ -20,7 +20,7 @@ fn usage(message: String) -> XtaskError {
     XtaskError::Usage(message)
 }
 
-/// Validates the request (NEW-02) and returns the new file's path and bytes (NEW-03).
+/// Validates the request and returns the new file's path and bytes.
 pub fn scaffold(
     repo: &Repo,
     request: &Request,

@@ -1,4 +1,4 @@
-//! The `rfc-tree` gate (§5): every RFC sits at `docs/rfc/<lifecycle>/<class>/<date>-<slug>.md`
+//! The `rfc-tree` gate: every RFC sits at `docs/rfc/<lifecycle>/<class>/<date>-<slug>.md`
 //! with a real, past date, a lowercase slug and an H1 on line 1.
 
 use std::sync::LazyLock;
@@ -26,7 +26,7 @@ pub struct Rfc {
     pub text: std::sync::Arc<str>,
 }
 
-/// A twin at a valid RFC position, whose header `rfc-format` checks (FMT-13).
+/// A twin at a valid RFC position, whose header `rfc-format` checks.
 #[derive(Clone, Debug)]
 pub struct Twin {
     pub path: String,

@@ -1,4 +1,4 @@
-//! T-12..T-17, T-21, T-22, T-24..T-27 (decoder part): fixtures decoded in memory.
+//! The SSE decoder on the wire fixtures, decoded in memory.
 
 use bytes::Bytes;
 use dsh_llm::{FinishReason, ModelError, ModelErrorKind, ModelEvent, StreamChecker};
@@ -269,7 +269,7 @@ fn sse(chunks: &[serde_json::Value]) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// T-16: reassembly corner cases.
+/// Reassembly corner cases.
 #[tokio::test]
 async fn reassembly_corner_cases() {
     use serde_json::json;
@@ -337,7 +337,7 @@ async fn reassembly_corner_cases() {
     assert!(err.message.contains("never received a name"), "{err}");
 }
 
-/// T-25: in-stream error codes.
+/// In-stream error codes.
 #[tokio::test]
 async fn in_stream_error_kinds() {
     use serde_json::json;
@@ -365,7 +365,7 @@ async fn in_stream_error_kinds() {
     );
 }
 
-/// T-43: one event over 16 MiB is refused.
+/// One event over 16 MiB is refused.
 #[tokio::test]
 async fn an_oversized_event_is_a_protocol_error() {
     let mut body = b"data: {\"choices\":[{\"delta\":{\"content\":\"".to_vec();

@@ -1,4 +1,4 @@
-//! T-10, T-11 (body part): request encoding.
+//! Request encoding: the exact request body.
 
 use dsh_llm::{Message, ModelParams, ModelRequest, ReasoningEffort, ToolCall, ToolSpec};
 use dsh_llm_openai::{MaxTokensField, encode_request};

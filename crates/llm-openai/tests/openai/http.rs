@@ -1,5 +1,5 @@
-//! The provider over real HTTP against the mock model server on 127.0.0.1 (T-10 headers,
-//! T-12, T-19, T-20, T-22, T-28, T-29, T-34, T-38, T-41, T-42).
+//! The provider over real HTTP against the mock model server on 127.0.0.1 (headers,
+//! statuses and retries, cancellation, timeouts, keep-alive).
 
 use std::time::{Duration, Instant};
 
@@ -358,7 +358,7 @@ async fn the_key_never_leaks() {
     assert!(!text.contains(KEY), "{text}");
 }
 
-/// T-18: keep-alive comments reset the idle timeout; T-23: a body cut short is `transport`.
+/// Keep-alive comments reset the idle timeout; a body cut short is `transport`.
 #[tokio::test]
 async fn keep_alive_comments_reset_the_idle_timeout_and_a_cut_body_is_transport() {
     let mut body = ": keep-alive\n\n".repeat(20).into_bytes();
@@ -392,7 +392,7 @@ async fn keep_alive_comments_reset_the_idle_timeout_and_a_cut_body_is_transport(
     server.verify();
 }
 
-/// T-35: a cancel while waiting for headers ends the call at once.
+/// A cancel while waiting for headers ends the call at once.
 #[tokio::test]
 async fn a_cancel_before_headers_ends_the_call() {
     let server = MockModelServer::start(vec![

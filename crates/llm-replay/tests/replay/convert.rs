@@ -1,4 +1,4 @@
-//! T-61 (without the agent, which does not exist yet): a recorded session log becomes a script
+//! A recorded session log becomes a script
 //! whose entries reproduce the recorded assistant messages; interrupted prefixes are skipped;
 //! an error turn becomes an error entry.
 

@@ -1,4 +1,4 @@
-//! dsh-llm-replay's suite (llm spec T-50..T-62).
+//! dsh-llm-replay's suite.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

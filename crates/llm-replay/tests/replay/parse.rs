@@ -1,4 +1,4 @@
-//! T-50, T-62: strict parsing and the bundled demo.
+//! Strict parsing and the bundled demo.
 
 use dsh_llm::{FinishReason, Model, ModelErrorKind};
 use dsh_llm_replay::{Ending, ItemKind, ReplayModel, ReplayScript};

@@ -1,4 +1,4 @@
-//! T-51..T-60: playing entries.
+//! Playing entries.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! T-01: the stream checker accepts valid sequences and names each violation.
+//! The stream checker accepts valid sequences and names each violation.
 
 use dsh_llm::{FinishReason, ModelError, ModelErrorKind, ModelEvent, StreamChecker, Usage};
 

@@ -1,4 +1,4 @@
-//! T-03 and the outcome table (llm spec §1.4).
+//! Error kinds and their codes, and what a model result means for a step.
 
 use std::time::Duration;
 

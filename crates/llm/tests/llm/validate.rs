@@ -1,4 +1,4 @@
-//! T-02: request validation.
+//! Request validation.
 
 use dsh_llm::{Message, ModelErrorKind, ModelParams, ModelRequest, ToolCall, ToolSpec};
 use serde_json::json;

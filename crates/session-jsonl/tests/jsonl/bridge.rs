@@ -1,4 +1,4 @@
-//! SE-32..SE-35 (T-40, T-41): the persistence bridge wired to a real store and the JSONL
+//! The persistence bridge wired to a real store and the JSONL
 //! provider.
 
 use std::sync::Arc;
@@ -132,7 +132,7 @@ async fn the_bridge_persists_forks_resumes_and_closing_turns() {
     persistence.shutdown().await.unwrap();
 }
 
-/// T-08 with the real provider: many tasks append to one session with periodic flushes; the
+/// With the real provider: many tasks append to one session with periodic flushes; the
 /// file holds every event once, in seq order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_appends_reach_the_file_in_order() {
@@ -174,7 +174,7 @@ async fn concurrent_appends_reach_the_file_in_order() {
     persistence.shutdown().await.unwrap();
 }
 
-/// T-41: a provider that fails makes the next flush and the detach fail; nothing is reported
+/// A provider that fails makes the next flush and the detach fail; nothing is reported
 /// durable that is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_provider_fails_the_next_barrier() {

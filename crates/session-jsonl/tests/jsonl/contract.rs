@@ -1,4 +1,4 @@
-//! SP-20: the JSONL provider passes the shared contract suite.
+//! The JSONL provider passes the shared contract suite.
 
 use std::path::Path;
 use std::sync::Arc;

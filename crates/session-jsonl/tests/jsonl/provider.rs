@@ -431,7 +431,7 @@ async fn a_fifteen_mib_event_round_trips_and_an_over_long_line_is_corrupt() {
     );
 }
 
-/// T-54: truncate at every byte offset inside the last three records, then add NUL blocks.
+/// Truncate at every byte offset inside the last three records, then add NUL blocks.
 #[tokio::test]
 async fn power_loss_at_every_offset_of_the_tail_never_loses_committed_history() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! T-04, T-18 (type names): the envelope codec and the type grammar.
+//! The envelope codec and the type grammar.
 
 use dsh_session::{EventType, SessionError, SessionEvent};
 use serde_json::value::RawValue;

@@ -1,4 +1,4 @@
-//! T-03 (normalization part): the header's working directory.
+//! The header's working directory.
 
 use dsh_session::{SessionError, SessionHeader, SessionId, normalize_cwd};
 

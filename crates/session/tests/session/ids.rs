@@ -1,4 +1,4 @@
-//! T-01, T-02: session ids.
+//! Session ids.
 
 use std::collections::HashSet;
 

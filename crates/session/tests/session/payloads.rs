@@ -1,4 +1,4 @@
-//! T-06: the agent's canonical trace decodes into the exported payload structs.
+//! The agent's canonical trace decodes into the exported payload structs.
 
 use dsh_session::{
     CancelCause, Failure, StepMark, ToolCallRecord, ToolResultRecord, TurnEnd, TurnEndReason,

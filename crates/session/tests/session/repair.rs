@@ -1,4 +1,4 @@
-//! T-20: crash repair's closers.
+//! Crash repair's closers.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! T-05, T-07..T-19: sessions and the store.
+//! Sessions and the store.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -1,4 +1,4 @@
-//! T-05 (registration part): the vocabulary grows and refuses conflicts.
+//! The vocabulary grows and refuses conflicts.
 
 use dsh_session::{EventClass, EventType, EventVocabulary, SessionError};
 
