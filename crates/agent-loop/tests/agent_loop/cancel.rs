@@ -5,13 +5,6 @@ use dsh_llm::{FinishReason, Message};
 
 use crate::support::*;
 
-fn aborted(turn: u32, cause: CancelCause) -> TurnOutcome {
-    TurnOutcome::Ended {
-        turn,
-        reason: TurnEndReason::Aborted { cause },
-    }
-}
-
 #[tokio::test]
 async fn a_cancel_on_a_fresh_agent_does_nothing() {
     let h = Harness::new(ScriptedModel::new(vec![say("ok")])).await;

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use dsh_agent::{
-    AgentError, AgentEvent, AgentStatus, CancelCause, CreateAgent, ResumeAgent, TurnEndReason,
-    TurnOutcome,
+    AgentError, AgentEvent, AgentStatus, CancelCause, CreateAgent, ResumeAgent, TurnOutcome,
 };
 use dsh_llm::{FinishReason, Message};
 use dsh_session::{Interest, Session, SessionEvent, SessionId, SessionObserver};
@@ -16,13 +15,6 @@ use dsh_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolSchema};
 use futures::future::BoxFuture;
 
 use crate::support::*;
-
-fn completed(turn: u32) -> TurnOutcome {
-    TurnOutcome::Ended {
-        turn,
-        reason: TurnEndReason::Completed,
-    }
-}
 
 #[tokio::test]
 async fn a_never_used_agent_tears_down_to_nothing_and_then_refuses_everything() {

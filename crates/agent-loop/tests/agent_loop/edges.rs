@@ -7,29 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dsh_agent::{AgentEvent, CancelCause, CreateAgent, TurnEndReason, TurnOutcome};
-use dsh_llm::{FinishReason, Message};
+use dsh_llm::FinishReason;
 use dsh_session::{Interest, Session, SessionObserver};
 use dsh_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolSchema};
 use futures::future::BoxFuture;
 
 use crate::support::*;
-
-fn completed(turn: u32) -> TurnOutcome {
-    TurnOutcome::Ended {
-        turn,
-        reason: TurnEndReason::Completed,
-    }
-}
-
-fn code(outcome: &TurnOutcome) -> Option<String> {
-    match outcome {
-        TurnOutcome::Ended {
-            reason: TurnEndReason::Error { failure },
-            ..
-        } => Some(failure.code.clone()),
-        _ => None,
-    }
-}
 
 /// A tool whose schema panics: building the request fails inside the loop itself.
 struct BrokenSchema;
@@ -71,7 +54,7 @@ async fn a_failure_inside_the_loop_ends_the_turn_internal_and_the_next_message_r
     let handle = h.agent().await;
     let agent = handle.agent().clone();
     let first = agent.send(user("a")).unwrap().await;
-    assert_eq!(code(&first).as_deref(), Some("internal"), "{first:?}");
+    assert_eq!(error_code(&first).as_deref(), Some("internal"), "{first:?}");
     validate_log(&agent.session().events());
     plugin.dispose().await;
     assert_eq!(agent.send(user("b")).unwrap().await, completed(2));
@@ -123,7 +106,7 @@ async fn a_failed_barrier_before_a_body_runs_no_body_and_ends_the_turn_persisten
     let agent = handle.agent().clone();
     let outcome = agent.send(user("go")).unwrap().await;
     assert_eq!(
-        code(&outcome).as_deref(),
+        error_code(&outcome).as_deref(),
         Some("persistence"),
         "{outcome:?}"
     );
@@ -186,14 +169,7 @@ async fn a_teardown_waits_out_a_stubborn_bodys_grace_and_records_its_unknown_out
         }
     );
     let dir = h.dir.as_ref().unwrap().path();
-    let text: String = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .filter(|d| d.path().is_dir())
-        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect();
+    let text = std::fs::read_to_string(stored_log(dir)).unwrap();
     assert!(text.contains("tool_outcome_unknown"), "{text}");
     assert!(
         text.trim_end().ends_with(r#""cause":"disposed"}}}"#),
@@ -266,19 +242,7 @@ async fn a_message_injected_during_the_final_step_waits_for_the_next_turn() {
     let b = agent.send(user("B")).unwrap();
     assert_eq!(b.await, completed(2));
     assert_eq!(n.await, completed(2));
-    let last = model.request(1).messages;
-    let tail: Vec<_> = last.iter().rev().take(2).cloned().collect();
-    assert_eq!(
-        tail,
-        [
-            Message::User {
-                content: "B".into()
-            },
-            Message::User {
-                content: "N".into()
-            }
-        ]
-    );
+    assert_eq!(last_user_texts(&model.request(1), 2), ["N", "B"]);
     handle.dispose().await;
 }
 
@@ -346,13 +310,7 @@ async fn resuming_a_corrupted_log_fails_with_the_persistence_error_and_leaves_th
     first.agent().send(user("a")).unwrap().await;
     first.agent().send(user("b")).unwrap().await;
     first.dispose().await;
-    let file = std::fs::read_dir(h.dir.as_ref().unwrap().path())
-        .unwrap()
-        .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap();
+    let file = stored_log(h.dir.as_ref().unwrap().path());
     let mut bytes = std::fs::read(&file).unwrap();
     // Damage a record well before the last completed turn.
     let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 3;

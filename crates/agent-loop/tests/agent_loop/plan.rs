@@ -20,30 +20,6 @@ use futures::future::BoxFuture;
 
 use crate::support::*;
 
-fn completed(turn: u32) -> TurnOutcome {
-    TurnOutcome::Ended {
-        turn,
-        reason: TurnEndReason::Completed,
-    }
-}
-
-fn aborted(turn: u32, cause: CancelCause) -> TurnOutcome {
-    TurnOutcome::Ended {
-        turn,
-        reason: TurnEndReason::Aborted { cause },
-    }
-}
-
-fn error_code(outcome: &TurnOutcome) -> Option<&str> {
-    match outcome {
-        TurnOutcome::Ended {
-            reason: TurnEndReason::Error { failure },
-            ..
-        } => Some(failure.code.as_str()),
-        _ => None,
-    }
-}
-
 #[tokio::test]
 async fn each_agents_tools_see_their_own_caller_id_and_scope() {
     let model = ScriptedModel::new(vec![
@@ -203,19 +179,7 @@ async fn at_max_steps_pending_steering_and_follow_ups_open_the_next_turn_in_orde
     ));
     assert_eq!(s.await, completed(2));
     assert_eq!(b.await, completed(2));
-    let last = model.request(1).messages;
-    let tail: Vec<_> = last.iter().rev().take(2).cloned().collect();
-    assert_eq!(
-        tail,
-        [
-            Message::User {
-                content: "B".into()
-            },
-            Message::User {
-                content: "S".into()
-            }
-        ]
-    );
+    assert_eq!(last_user_texts(&model.request(1), 2), ["S", "B"]);
     handle.dispose().await;
 }
 
@@ -390,12 +354,16 @@ async fn a_provider_panic_or_a_broken_stream_ends_the_turn_error_and_the_agent_g
     let handle = h.agent().await;
     let agent = handle.agent().clone();
     assert_eq!(
-        error_code(&agent.send(user("a")).unwrap().await),
+        error_code(&agent.send(user("a")).unwrap().await).as_deref(),
         Some("internal")
     );
     let broken = agent.send(user("b")).unwrap().await;
     if cfg!(debug_assertions) {
-        assert_eq!(error_code(&broken), Some("protocol"), "{broken:?}");
+        assert_eq!(
+            error_code(&broken).as_deref(),
+            Some("protocol"),
+            "{broken:?}"
+        );
     }
     // An empty completion is a completed turn; its empty message carries usage only.
     assert_eq!(agent.send(user("c")).unwrap().await, completed(3));

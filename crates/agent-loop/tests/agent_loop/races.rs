@@ -9,14 +9,10 @@ use dsh_agent::{
 };
 use dsh_kernel::Runtime;
 use dsh_llm::{FinishReason, Model};
-use dsh_session::{Interest, Session, SessionEvent, SessionId, SessionObserver, SessionStore};
+use dsh_session::{Interest, Session, SessionEvent, SessionObserver, SessionStore};
 use dsh_test_support::providers::{ReplayModel, ReplayScript};
 
 use crate::support::*;
-
-fn id(text: &str) -> SessionId {
-    SessionId::parse(text).unwrap()
-}
 
 const ONE_REPLY: &str = r#"{"version": 1, "name": "one", "entries": [
   {"stream": [{"text": "only reply"}], "finish": "stop"}

@@ -130,10 +130,6 @@ async fn harness() -> (Harness, Arc<Held>, tempfile::TempDir) {
     (h, held, dir)
 }
 
-fn id(text: &str) -> SessionId {
-    SessionId::parse(text).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_creation_held_in_persistence_returns_shutting_down_when_the_plugin_unloads() {
     let (h, held, _dir) = harness().await;
@@ -199,13 +195,7 @@ async fn a_resume_held_in_load_rolls_back_when_the_plugin_unloads_and_leaves_the
         .unwrap();
     first.agent().send(user("a")).unwrap().await;
     first.dispose().await;
-    let file = std::fs::read_dir(dir.path())
-        .unwrap()
-        .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap();
+    let file = stored_log(dir.path());
     let before = std::fs::read(&file).unwrap();
     let gate = Gate::default();
     *held.load_gate.lock().unwrap() = Some(gate.clone());

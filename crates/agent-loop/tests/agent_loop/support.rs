@@ -418,6 +418,75 @@ pub fn user(text: &str) -> UserMessage {
     UserMessage::user(text)
 }
 
+/// The turn ended `completed`.
+pub fn completed(turn: u32) -> dsh_agent::TurnOutcome {
+    dsh_agent::TurnOutcome::Ended {
+        turn,
+        reason: dsh_agent::TurnEndReason::Completed,
+    }
+}
+
+/// The turn ended `aborted` with `cause`.
+pub fn aborted(turn: u32, cause: dsh_agent::CancelCause) -> dsh_agent::TurnOutcome {
+    dsh_agent::TurnOutcome::Ended {
+        turn,
+        reason: dsh_agent::TurnEndReason::Aborted { cause },
+    }
+}
+
+/// The failure code of a turn that ended `error`.
+pub fn error_code(outcome: &dsh_agent::TurnOutcome) -> Option<String> {
+    match outcome {
+        dsh_agent::TurnOutcome::Ended {
+            reason: dsh_agent::TurnEndReason::Error { failure },
+            ..
+        } => Some(failure.code.clone()),
+        _ => None,
+    }
+}
+
+/// A session id from test text.
+pub fn id(text: &str) -> dsh_session::SessionId {
+    dsh_session::SessionId::parse(text).unwrap()
+}
+
+/// The one JSONL log stored under `root` (one project directory, one session).
+pub fn stored_log(root: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|d| d.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("a stored log")
+}
+
+/// The `tool/result` payloads of a log, in order.
+pub fn results(events: &[Arc<SessionEvent>]) -> Vec<serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e.kind.as_str() == "tool/result")
+        .map(|e| data(e))
+        .collect()
+}
+
+/// The texts of the user messages at the end of a request, oldest first.
+pub fn last_user_texts(request: &ModelRequest, n: usize) -> Vec<String> {
+    let mut texts: Vec<String> = request
+        .messages
+        .iter()
+        .rev()
+        .take(n)
+        .filter_map(|m| match m {
+            dsh_llm::Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    texts.reverse();
+    texts
+}
+
 /// The event types of a log, in order.
 pub fn kinds(events: &[Arc<SessionEvent>]) -> Vec<String> {
     events.iter().map(|e| e.kind.as_str().to_owned()).collect()

@@ -4,13 +4,8 @@
 use dsh_agent::{AgentError, CancelCause, CreateAgent, ResumeAgent, TurnEndReason, TurnOutcome};
 use dsh_agent_loop::{ConfiguredAgent, LoopConfig};
 use dsh_llm::FinishReason;
-use dsh_session::SessionId;
 
 use crate::support::*;
-
-fn id(text: &str) -> SessionId {
-    SessionId::parse(text).unwrap()
-}
 
 #[tokio::test]
 async fn a_second_creation_of_a_live_id_is_refused_and_the_first_keeps_working() {
@@ -103,10 +98,7 @@ async fn dispose_mid_stream_writes_the_closing_turn_end_durably_then_leaves_noth
     );
     // What is on disk ends with the closing turn/end.
     let dir = h.dir.as_ref().unwrap().path();
-    let file = walk(dir)
-        .into_iter()
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap();
+    let file = stored_log(dir);
     let text = std::fs::read_to_string(file).unwrap();
     let last = text.lines().last().unwrap();
     assert!(last.contains(r#""type":"turn/end""#), "{last}");
@@ -116,19 +108,6 @@ async fn dispose_mid_stream_writes_the_closing_turn_end_durably_then_leaves_noth
     agent.when_idle().await;
     h.runtime.shutdown().await;
     assert_eq!(h.runtime.live_scopes(), 0);
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

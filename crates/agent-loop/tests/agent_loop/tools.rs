@@ -10,14 +10,6 @@ use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest};
 
 use crate::support::*;
 
-fn results(events: &[Arc<dsh_session::SessionEvent>]) -> Vec<serde_json::Value> {
-    events
-        .iter()
-        .filter(|e| e.kind.as_str() == "tool/result")
-        .map(|e| data(e))
-        .collect()
-}
-
 #[tokio::test]
 async fn a_tool_call_runs_and_the_next_request_carries_its_result() {
     let model = ScriptedModel::new(vec![call("c1", "echo", r#"{"x":1}"#), say("done")]);
