@@ -116,12 +116,10 @@ pub(crate) async fn run_tools(
         PhaseEnd::BarrierFailed(_) => error(codes::TOOL_NOT_STARTED, BARRIER_TEXT),
         _ => error(codes::TOOL_NOT_STARTED, NOT_STARTED_TEXT),
     };
-    for slot in &mut phase.slots {
+    let appended = phase.appended;
+    for slot in &mut phase.slots[appended..] {
         if slot.result.is_none() {
-            slot.result = Some(Outcome {
-                content: not_started.content.clone(),
-                ..error(codes::TOOL_NOT_STARTED, "")
-            });
+            slot.result = Some(error(codes::TOOL_NOT_STARTED, not_started.content.clone()));
         }
     }
     phase.append_ready();
@@ -397,8 +395,6 @@ impl Phase<'_, '_> {
                 meta: outcome.meta,
                 call_seq: slot.call_seq,
             };
-            // Keep a placeholder so the slot reads as finished.
-            slot.result = Some(error("", ""));
             let kinds = &self.writer.agent.shared.kinds;
             self.writer.append(&kinds.tool_result, &record);
             self.appended += 1;

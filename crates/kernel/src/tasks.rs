@@ -218,7 +218,7 @@ impl Scope {
         }
     }
 
-    /// Aborts every scoped task of this scope without waiting: the runtime's last resort when
+    /// Aborts `effect` if it is a scoped task, without waiting: the runtime's last resort when
     /// it is dropped without a shutdown.
     pub(crate) fn abort_task(effect: &Effect) {
         if let Effect::Task(task) = effect {
