@@ -1,8 +1,42 @@
-//! Seam role: provider of `dsh_shell::ShellExecutor` — local processes in their own process
-//! groups, output caps and spill files.
+//! Seam role: provider of `dsh_shell::ShellExecutor` — commands run as local `bash -c`
+//! processes.
 //!
-//! Invariants this crate will hold (shell spec SL-*): background tasks are owned by the executor
-//! and die with it; output is one merged byte stream per task, never decoded inside the seam.
+//! Invariants this crate holds:
+//! - Each command runs non-login, non-interactive, in a new session (so it leads its own
+//!   process group and has no controlling terminal), its stdout and stderr one merged pipe,
+//!   with credentials scrubbed from its environment.
+//! - Every termination is of the whole group: SIGTERM and SIGCONT, then SIGKILL after the
+//!   grace if members remain; never a signal to a group once it was seen gone.
+//! - No process a task started outlives it: stragglers left in the group are terminated after
+//!   a bounded drain, and descendants that left the group are found (dsh is a child subreaper
+//!   on Linux; each child carries a marker variable), SIGKILLed and reaped by pid. The RFC
+//!   says what stays out of reach.
+//! - Output is kept as bytes: a ring of exactly the last `output_cap` bytes and a capped
+//!   private spill file of the stream's head; never decoded here.
+//! - Each task has one async supervisor on the runtime captured at construction; the executor
+//!   holds no scope. [`LocalShellExecutor::dispose`] ends and awaits every task; dropping an
+//!   undisposed executor SIGKILLs every live group.
 //!
-//! Status: not implemented yet. A later issue fills this crate; until then it exports nothing.
+//! Design and limits: docs/rfc/implemented/architecture/2026-11-30-shell-executor-ownership.md.
 #![deny(missing_docs)]
+
+mod config;
+mod escapees;
+mod executor;
+mod group;
+mod listeners;
+mod ops;
+mod output;
+mod plugin;
+mod procfs;
+#[doc(hidden)]
+pub mod signal;
+mod spawn;
+mod spill;
+mod supervisor;
+mod table;
+mod task;
+
+pub use config::{LocalConfigError, LocalShellConfig};
+pub use executor::LocalShellExecutor;
+pub use plugin::ShellLocalPlugin;

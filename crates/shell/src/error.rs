@@ -59,6 +59,14 @@ pub enum ShellError {
         /// The limit.
         limit: usize,
     },
+    /// Every live task's in-memory tail together would exceed the executor's output budget.
+    #[error(
+        "the shell executor's output memory ({limit} bytes) is taken by live tasks; release some first"
+    )]
+    OutputBudget {
+        /// The budget in bytes.
+        limit: usize,
+    },
     /// The executor is being disposed.
     #[error("the shell executor is shutting down")]
     Disposed,
