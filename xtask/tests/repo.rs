@@ -93,7 +93,7 @@ fn the_rfc_corpus_is_complete() {
         ("runtime-and-plugins", true),
         ("agent-lifecycle-and-ownership", true),
         ("session-persistence", true),
-        ("shell-executor-ownership", false),
+        ("shell-executor-ownership", true),
         ("acp-bridge-transport", false),
         ("model-seam", true),
     ] {

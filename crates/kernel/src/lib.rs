@@ -121,7 +121,7 @@ pub use error::{BoxError, KernelError, Outcome, TaskError};
 pub use owner::{Ownable, Owned};
 pub use plugin::Plugin;
 pub use runtime::Runtime;
-pub use scope::{DisposerKey, Scope, ScopePhase};
+pub use scope::{DisposerKey, Scope, ScopePhase, WeakScope};
 pub use tasks::TaskHandle;
 pub use teardown::Teardown;
 pub use tokio_util::sync::CancellationToken;

@@ -120,7 +120,7 @@ impl Scope {
         }
         // The two locks are never held together, so links in both directions cannot deadlock.
         let link = Link {
-            owner: self.downgrade(),
+            owner: self.downgrade_inner(),
             id,
         };
         if !owned.watch(link) {

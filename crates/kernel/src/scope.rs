@@ -105,6 +105,19 @@ pub struct Scope {
     pub(crate) inner: Arc<ScopeInner>,
 }
 
+/// A [`Scope`] handle that does not keep it alive; see [`Scope::downgrade`].
+#[derive(Clone, Debug)]
+pub struct WeakScope {
+    inner: Weak<ScopeInner>,
+}
+
+impl WeakScope {
+    /// The scope, while any strong handle to it exists.
+    pub fn upgrade(&self) -> Option<Scope> {
+        self.inner.upgrade().map(|inner| Scope { inner })
+    }
+}
+
 pub(crate) struct ScopeInner {
     pub(crate) id: u64,
     path: Arc<str>,
@@ -274,6 +287,14 @@ impl Scope {
         Ok(scope)
     }
 
+    /// A handle that does not keep the scope alive: for a callback stored in another seam's
+    /// registry, where a strong handle would form a reference cycle.
+    pub fn downgrade(&self) -> WeakScope {
+        WeakScope {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
     /// Registers `disposer` to run when this scope is disposed, after every effect registered
     /// later. Fails once disposal has begun. A disposer that fails or panics is logged and the
     /// remaining disposers still run.
@@ -368,7 +389,7 @@ impl Scope {
         }
     }
 
-    pub(crate) fn downgrade(&self) -> Weak<ScopeInner> {
+    pub(crate) fn downgrade_inner(&self) -> Weak<ScopeInner> {
         Arc::downgrade(&self.inner)
     }
 

@@ -68,7 +68,9 @@ impl TaskEffect {
     /// this disposal (it disposed its own scope) is spared: it cannot wait for itself.
     pub(crate) async fn stop(self, scope: &Scope, effect: u64) {
         let own = CURRENT_TASK
-            .try_with(|mark| mark.effect == effect && Weak::ptr_eq(&mark.scope, &scope.downgrade()))
+            .try_with(|mark| {
+                mark.effect == effect && Weak::ptr_eq(&mark.scope, &scope.downgrade_inner())
+            })
             .unwrap_or(false);
         if own {
             return;
@@ -174,7 +176,7 @@ impl Scope {
                 scope: self.path().to_owned(),
             })?;
         let (tx, rx) = oneshot::channel();
-        let weak = self.downgrade();
+        let weak = self.downgrade_inner();
         let path = self.path().to_owned();
         let mut abort = None;
         // Spawned under the scope's lock, so the phase check and the effect are one step. The

@@ -78,7 +78,7 @@ impl Teardown {
         }
         let owned = scope.clone();
         let teardown = Teardown::build(
-            Some(scope.downgrade()),
+            Some(scope.downgrade_inner()),
             Box::new(move || {
                 Box::pin(async move {
                     let ran = std::panic::AssertUnwindSafe(steps(owned.clone()))

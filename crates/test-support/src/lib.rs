@@ -12,10 +12,13 @@
 pub mod logs;
 pub mod mock_model;
 pub mod persistence_contract;
+pub mod processes;
 pub mod sse;
 
 /// The real providers a crate's tests may run against, reached through this crate only.
 pub mod providers {
+    pub use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
     pub use dsh_llm_replay::{ReplayModel, ReplayScript};
     pub use dsh_session_jsonl::{JsonlConfig, JsonlPersistence, JsonlPlugin};
+    pub use dsh_shell_local::{LocalShellConfig, LocalShellExecutor, ShellLocalPlugin};
 }

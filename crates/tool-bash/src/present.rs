@@ -1,0 +1,99 @@
+//! Presenters: pure functions of the persisted call and result (arguments, content, error
+//! flag, `meta`), so a live session and a replay render alike. Exit data comes from `meta`,
+//! never from the text.
+
+use std::path::PathBuf;
+
+use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::{TerminalExit, ToolCallView, ToolKindHint, ToolResultView};
+use serde_json::Value;
+
+use crate::render::STRAGGLER_NOTE;
+
+fn arguments(call: &ToolCallRecord) -> Value {
+    serde_json::from_str(&call.arguments).unwrap_or(Value::Null)
+}
+
+fn background(args: &Value) -> bool {
+    args.get("run_in_background").and_then(Value::as_bool) == Some(true)
+}
+
+pub fn bash_call(call: &ToolCallRecord) -> Option<ToolCallView> {
+    let args = arguments(call);
+    let command = args.get("command").and_then(Value::as_str)?.to_owned();
+    if background(&args) {
+        return Some(ToolCallView::Generic {
+            title: command,
+            kind: ToolKindHint::Execute,
+            raw_input: args,
+            content: Vec::new(),
+            locations: Vec::new(),
+        });
+    }
+    Some(ToolCallView::Terminal {
+        description: args
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        cwd: args
+            .get("workdir")
+            .and_then(Value::as_str)
+            .map(PathBuf::from),
+        command,
+        raw_input: args,
+    })
+}
+
+pub fn bash_result(call: &ToolCallRecord, result: &ToolResultRecord) -> Option<ToolResultView> {
+    let meta = result.meta.as_ref();
+    let exit_code = meta.and_then(|m| m.get("exit_code"));
+    if result.is_error || background(&arguments(call)) || exit_code.is_none() {
+        return generic_result(result);
+    }
+    let meta = meta?;
+    // The output without status markers: the final phrase line and the straggler note.
+    let mut lines: Vec<&str> = result.content.split('\n').collect();
+    lines.pop();
+    if lines.last() == Some(&STRAGGLER_NOTE) {
+        lines.pop();
+    }
+    let mut output = lines.join("\n");
+    if !output.is_empty() {
+        output.push('\n');
+    }
+    Some(ToolResultView::Terminal {
+        output,
+        exit: TerminalExit {
+            exit_code: meta
+                .get("exit_code")
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok()),
+            signal: meta
+                .get("signal")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        },
+    })
+}
+
+pub fn task_call(call: &ToolCallRecord, title: &str, kind: ToolKindHint) -> Option<ToolCallView> {
+    let args = arguments(call);
+    let id = args
+        .get("task_id")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_owned();
+    Some(ToolCallView::Generic {
+        title: format!("{title} {id}"),
+        kind,
+        raw_input: args,
+        content: Vec::new(),
+        locations: Vec::new(),
+    })
+}
+
+pub fn generic_result(result: &ToolResultRecord) -> Option<ToolResultView> {
+    Some(ToolResultView::Generic {
+        content: vec![result.content.clone()],
+    })
+}
