@@ -139,3 +139,57 @@ pub fn output_read(chunk: &OutputChunk, status: &str) -> String {
     push_line(&mut out, &format!("[status: {status}]"));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use dsh_shell::{EndCause, ExitInfo, OutputStats, Spill, SpillStop, TaskId};
+
+    use super::foreground_cut;
+
+    fn exit(total: u64, spill: Spill) -> ExitInfo {
+        ExitInfo {
+            code: Some(0),
+            signal: None,
+            end: EndCause::Exited,
+            duration: Duration::ZERO,
+            stragglers_terminated: false,
+            output: OutputStats {
+                total_bytes: total,
+                truncated: true,
+                spill,
+            },
+        }
+    }
+
+    #[test]
+    fn without_a_readable_head_the_notice_comes_first_and_offers_no_read() {
+        let id: TaskId = "sh-7".parse().unwrap();
+        let spill = Spill::Partial {
+            bytes: 0,
+            stop: SpillStop::WriteFailed,
+        };
+        let text = foreground_cut(id, b"", b"tail\n", 95, &exit(100, spill));
+        assert_eq!(
+            text,
+            "[output truncated: 95 bytes omitted between offsets 0 and 95 of 100. The spill file holds only the first 0 bytes (write failed); bytes 0..95 are lost.]\ntail\n[exit code: 0]"
+        );
+    }
+
+    #[test]
+    fn a_head_without_a_final_newline_gets_one_before_the_notice() {
+        let id: TaskId = "sh-8".parse().unwrap();
+        let text = foreground_cut(
+            id,
+            b"head",
+            b"end",
+            97,
+            &exit(100, Spill::Complete { bytes: 100 }),
+        );
+        assert_eq!(
+            text,
+            "head\n[output truncated: 93 bytes omitted between offsets 4 and 97 of 100. The full output is kept in a spill file (100 bytes). Read them with bash_output task_id=\"sh-8\" offset=4]\nend\n[exit code: 0]"
+        );
+    }
+}

@@ -175,3 +175,29 @@ async fn spill_files_are_deleted_on_eviction_and_when_a_cancelled_run_ends() {
     file_gone(seen.unwrap()).await;
     exec.dispose().await;
 }
+
+#[tokio::test]
+async fn reads_split_inside_characters_decode_without_replacement_characters() {
+    use dsh_shell::text::decode_chunk;
+    let exec = executor();
+    let id = bg(&exec, "for i in $(seq 1 30000); do printf '€'; done").await;
+    exec.wait(id).await.unwrap();
+    let mut text = String::new();
+    let mut at = 0;
+    loop {
+        let chunk = exec.read_output(id, at, 1000).await.unwrap();
+        let complete = chunk.exit.is_some() && chunk.next == chunk.total;
+        let decoded = decode_chunk(&chunk.bytes, chunk.start == 0, !complete);
+        text.push_str(&decoded.text);
+        at = chunk.next - decoded.held_back as u64;
+        if complete {
+            break;
+        }
+    }
+    assert_eq!(text, "€".repeat(30000));
+    // A read starting inside a character skips at most the three bytes of its tail.
+    let chunk = exec.read_output(id, 1, 100).await.unwrap();
+    let decoded = decode_chunk(&chunk.bytes, false, true);
+    assert!(decoded.skipped_leading <= 3 && !decoded.text.contains('\u{FFFD}'));
+    exec.dispose().await;
+}

@@ -282,3 +282,54 @@ async fn a_completion_notice_reaches_only_its_idle_owner_and_waits_for_its_next_
     b.dispose().await;
     world.runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_completion_during_the_reload_gap_sends_no_notice_but_the_status_stays_readable() {
+    let mut entries = calls_then_done(
+        "first",
+        vec![json!({ "command": "sleep 0.3; echo late", "run_in_background": true })],
+    );
+    entries.push(json!({ "match": { "last_user_contains": "second" }, "stream": [ { "text": "ok" } ], "finish": "stop" }));
+    let world = World::new(json!(entries)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let a = world.agent(dir.path()).await;
+    a.agent()
+        .send(UserMessage::user("first"))
+        .unwrap()
+        .outcome()
+        .await;
+    world.runtime.unload("tool-bash").await.unwrap();
+    let exec = world.exec();
+    let id = exec.list()[0].id;
+    exec.wait(id).await.unwrap();
+    world
+        .runtime
+        .load(BashToolsPlugin::default())
+        .await
+        .unwrap();
+    a.agent()
+        .send(UserMessage::user("second"))
+        .unwrap()
+        .outcome()
+        .await;
+    let last = format!("{:?}", world.model.requests().last().unwrap());
+    assert!(
+        !last.contains("finished:"),
+        "no notice is replayed after the gap"
+    );
+    let rig = Rig {
+        runtime: world.runtime,
+    };
+    let cx = dsh_tools::ToolContext::for_caller(
+        a.agent().id().clone(),
+        rig.runtime.scope().clone(),
+        None,
+        dsh_kernel::CancellationToken::new(),
+    );
+    let text = ok(rig
+        .call("bash_output", json!({"task_id": id.to_string()}), cx)
+        .await);
+    assert_eq!(text, "late\n[bytes 0..5 of 5]\n[status: exit code: 0]");
+    a.dispose().await;
+    rig.runtime.shutdown().await;
+}

@@ -414,3 +414,34 @@ async fn a_provider_reload_ends_tasks_and_tools_find_the_new_executor() {
     );
     rig.runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_background_start_for_an_agent_being_disposed_is_refused_and_leaves_nothing() {
+    let rig = Rig::new().await;
+    let a = rig.caller(None);
+    let cx = a.cx();
+    a.scope.dispose().await;
+    let error = err(rig
+        .call(
+            "bash",
+            json!({"command": "sleep 1000", "run_in_background": true}),
+            cx,
+        )
+        .await);
+    assert_eq!(
+        error.message,
+        "agent is shutting down; background task not started"
+    );
+    assert!(rig.exec().list().is_empty());
+    rig.runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_command_sees_no_terminal() {
+    let rig = Rig::new().await;
+    let text = ok(rig
+        .call("bash", json!({"command": "tty"}), rig.caller(None).cx())
+        .await);
+    assert_eq!(text, "not a tty\n[exit code: 1]");
+    rig.runtime.shutdown().await;
+}
