@@ -127,7 +127,11 @@ fn summary(path: &Path) -> Result<SessionSummary, String> {
         HeaderProblem::Corrupt(reason) => reason,
         HeaderProblem::Version(v) => format!("format version {v} is not supported"),
     })?;
-    let updated_at = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
+    // Saturating: a far-future mtime (tmpfs stores 64-bit seconds) must not overflow.
+    let updated_at = meta
+        .mtime()
+        .saturating_mul(1000)
+        .saturating_add(meta.mtime_nsec() / 1_000_000);
     Ok(SessionSummary {
         header,
         location: location(path),

@@ -244,6 +244,13 @@ impl Open {
                 io.failing = false;
                 Ok(())
             }
+            Err(err) if io.dir_pending && io.file.is_some() && io.durable > 0 => {
+                if !io.failing {
+                    tracing::warn!(session = %self.id(), "syncing the project directory failed: {err}");
+                    io.failing = true;
+                }
+                Err(err)
+            }
             Err(err) => {
                 // Put the batch back in front of newer events, for the next flush to retry.
                 let mut buffer = self.buffer.lock();
@@ -312,7 +319,7 @@ impl Open {
         let mut bytes = header::encode(&self.header);
         bytes.extend_from_slice(&batch);
         let len = bytes.len() as u64;
-        let result = blocking(move || -> io::Result<(File, bool, bool)> {
+        let result = blocking(move || -> io::Result<(File, Option<io::Error>, bool)> {
             ensure_dir(&*fs, &root)?;
             ensure_dir(&*fs, &dir)?;
             let name = path
@@ -339,14 +346,15 @@ impl Open {
                 let _ = std::fs::remove_file(&temp);
                 let exists = err.kind() == io::ErrorKind::AlreadyExists;
                 return if exists {
-                    Ok((file, false, true))
+                    Ok((file, None, true))
                 } else {
                     Err(err)
                 };
             }
-            let dir_synced = fs.sync_dir(&dir).is_ok();
+            // The link is published; only its directory entry may not be durable yet.
+            let dir_failure = fs.sync_dir(&dir).err();
             let _ = std::fs::remove_file(&temp);
-            Ok((file, dir_synced, false))
+            Ok((file, dir_failure, false))
         })
         .await;
         match result {
@@ -355,10 +363,19 @@ impl Open {
                 id: self.id().clone(),
                 location: self.location(),
             }),
-            Ok((file, dir_synced, false)) => {
+            Ok((file, dir_failure, false)) => {
                 io.file = Some(Arc::new(file));
-                io.dir_pending = !dir_synced;
-                Ok(len)
+                match dir_failure {
+                    None => Ok(len),
+                    Some(err) => {
+                        // The events are in the file: they are not re-queued (that would
+                        // duplicate them), but this barrier fails and the next one retries
+                        // the directory sync before it reports durability.
+                        io.durable = len;
+                        io.dir_pending = true;
+                        Err(self.io_error("fsync of the project directory", err))
+                    }
+                }
             }
         }
     }
@@ -397,16 +414,32 @@ impl Open {
     }
 }
 
-/// Creates `dir` (mode 0700) if missing and fsyncs its parent so the entry is durable.
+/// Creates `dir` and any missing ancestors (mode 0700), fsyncing the parent of each
+/// directory created so every new entry is durable.
 fn ensure_dir(fs: &dyn FsOps, dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    match dir.parent() {
-        Some(parent) => fs.sync_dir(parent),
-        None => Ok(()),
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(path) = at {
+        if path.is_dir() {
+            break;
+        }
+        missing.push(path);
+        at = path.parent();
     }
+    for path in missing.into_iter().rev() {
+        match DirBuilder::new().mode(0o700).create(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && path.is_dir() => continue,
+            Err(e) => return Err(e),
+        }
+        if let Some(parent) = path.parent() {
+            fs.sync_dir(parent)?;
+        }
+    }
+    Ok(())
 }
 
 fn temp_suffix() -> u64 {

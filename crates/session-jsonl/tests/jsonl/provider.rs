@@ -52,6 +52,8 @@ struct Faults {
     fail_sync_data: AtomicU32,
     fail_set_len: AtomicU32,
     fail_link: AtomicU32,
+    fail_sync_dir: AtomicU32,
+    synced_dirs: std::sync::Mutex<Vec<std::path::PathBuf>>,
 }
 
 fn take(counter: &AtomicU32) -> bool {
@@ -101,6 +103,14 @@ impl FsOps for Faults {
             return Err(std::io::Error::other("injected link failure"));
         }
         std::fs::hard_link(from, to)
+    }
+
+    fn sync_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        if take(&self.fail_sync_dir) {
+            return Err(std::io::Error::other("injected directory fsync failure"));
+        }
+        self.synced_dirs.lock().unwrap().push(dir.to_path_buf());
+        std::fs::File::open(dir)?.sync_all()
     }
 }
 
@@ -534,4 +544,93 @@ async fn a_flush_dropped_while_its_write_is_in_progress_loses_nothing() {
             "materialized first: {materialized}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_failed_directory_fsync_after_publishing_fails_the_barrier_and_the_next_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, faults) = faulty(dir.path());
+    let hd = header("dirsync");
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &events(0, 2)).await.unwrap();
+    // Another session of the same project makes the directories exist, so the only
+    // directory sync left is the one after the publishing link.
+    let warm = header("warm");
+    p.create(&warm, Origin::New).await.unwrap();
+    p.append(&warm.id, &events(0, 1)).await.unwrap();
+    p.flush(&warm.id).await.unwrap();
+    faults.fail_sync_dir.store(1, Ordering::SeqCst);
+    assert!(
+        matches!(p.flush(&hd.id).await, Err(PersistenceError::Io { op, .. }) if op.contains("directory")),
+        "a barrier without a durable directory entry must fail"
+    );
+    let synced = faults.synced_dirs.lock().unwrap().len();
+    p.append(&hd.id, &events(2, 1)).await.unwrap();
+    p.flush(&hd.id).await.unwrap();
+    assert!(
+        faults.synced_dirs.lock().unwrap().len() > synced,
+        "the next barrier synced the directory"
+    );
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    let loaded = p.load(&hd.id, &EventVocabulary::new()).await.unwrap();
+    let seqs: Vec<u64> = loaded.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [0, 1, 2], "no event lost or duplicated");
+}
+
+#[tokio::test]
+async fn every_directory_created_has_its_parent_fsynced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a/b/c");
+    let faults = Arc::new(Faults::default());
+    let p = JsonlPersistence::with_fs(JsonlConfig::new(&root), faults.clone()).unwrap();
+    let hd = header("nested");
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &events(0, 1)).await.unwrap();
+    p.flush(&hd.id).await.unwrap();
+    let synced = faults.synced_dirs.lock().unwrap().clone();
+    let project = log_path(&root, &hd.id)
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    for parent in [
+        dir.path().to_path_buf(),
+        dir.path().join("a"),
+        dir.path().join("a/b"),
+        root.clone(),
+        project,
+    ] {
+        assert!(
+            synced.contains(&parent),
+            "{} was not fsynced: {synced:?}",
+            parent.display()
+        );
+    }
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_far_future_mtime_saturates_in_the_listing() {
+    // ext4 clamps timestamps to 2446; tmpfs keeps 64-bit seconds, which is what overflowed.
+    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+        return;
+    };
+    let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    let hd = header("future");
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &events(0, 1)).await.unwrap();
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    let path = log_path(dir.path(), &hd.id).unwrap();
+    let far = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1 << 60);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(far)
+        .unwrap();
+    if std::fs::metadata(&path).unwrap().modified().unwrap() != far {
+        return;
+    }
+    let listed = p.list(&Default::default()).await.unwrap();
+    assert_eq!(listed.sessions[0].updated_at, i64::MAX);
 }
