@@ -196,7 +196,7 @@ impl JsonlPersistence {
 
 fn remove_stale_temps(root: &std::path::Path) {
     let day = Duration::from_secs(24 * 3600);
-    for dir in list::projects(root) {
+    for dir in list::projects(root).unwrap_or_default() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -243,7 +243,7 @@ impl SessionPersistence for JsonlPersistence {
                         location: open.location(),
                     });
                 }
-                if let Some(existing) = list::find(&self.ctx.root, id).first() {
+                if let Some(existing) = list::find(&self.ctx.root, id)?.first() {
                     return Err(PersistenceError::AlreadyExists {
                         id: id.clone(),
                         location: location(existing),

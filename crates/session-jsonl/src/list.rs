@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -19,10 +19,13 @@ fn hidden(path: &Path) -> bool {
         .is_some_and(|n| n.starts_with('.'))
 }
 
-/// The non-hidden project directories under `root` (none when `root` does not exist).
-pub(crate) fn projects(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
+/// The non-hidden project directories under `root` (none when `root` does not exist). An
+/// unreadable root is an error, never "no sessions".
+pub(crate) fn projects(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
     };
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -30,22 +33,35 @@ pub(crate) fn projects(root: &Path) -> Vec<PathBuf> {
         .filter(|p| p.is_dir() && !hidden(p))
         .collect();
     dirs.sort();
-    dirs
+    Ok(dirs)
 }
 
-/// Every stored log of `id`.
-pub(crate) fn find(root: &Path, id: &SessionId) -> Vec<PathBuf> {
+/// Every stored log of `id`; an entry that cannot be examined (EACCES on a project
+/// directory) is an error naming it, never "absent".
+pub(crate) fn find(root: &Path, id: &SessionId) -> Result<Vec<PathBuf>, PersistenceError> {
     let name = file_name(id.as_str());
-    projects(root)
-        .into_iter()
-        .map(|dir| dir.join(&name))
-        .filter(|p| p.is_file())
-        .collect()
+    let failed = |path: &Path, source: io::Error| PersistenceError::Io {
+        id: Some(id.clone()),
+        location: path.display().to_string(),
+        op: "search for the session's log",
+        source,
+    };
+    let mut found = Vec::new();
+    for dir in projects(root).map_err(|e| failed(root, e))? {
+        let path = dir.join(&name);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => found.push(path),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(failed(&path, e)),
+        }
+    }
+    Ok(found)
 }
 
 /// The one stored log of `id`, `None` when absent, `Ambiguous` when two claim it.
 pub(crate) fn find_one(root: &Path, id: &SessionId) -> Result<Option<PathBuf>, PersistenceError> {
-    let mut found = find(root, id);
+    let mut found = find(root, id)?;
     match found.len() {
         0 => Ok(None),
         1 => Ok(found.pop()),
@@ -58,15 +74,32 @@ pub(crate) fn find_one(root: &Path, id: &SessionId) -> Result<Option<PathBuf>, P
 
 /// Lists materialized sessions, reading at most 64 KiB of each file (its header line).
 pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
+    let mut listing = SessionListing::default();
+    let unreadable = |listing: &mut SessionListing, dir: &Path, e: io::Error| {
+        listing.skipped.push(SkippedLog {
+            location: location(dir),
+            reason: format!("cannot read the directory: {e}"),
+        });
+    };
     let dirs = match cwd {
         Some(cwd) => vec![root.join(project_dir(cwd))],
-        None => projects(root),
+        None => match projects(root) {
+            Ok(dirs) => dirs,
+            Err(e) => {
+                unreadable(&mut listing, root, e);
+                Vec::new()
+            }
+        },
     };
-    let mut listing = SessionListing::default();
     let mut by_id: HashMap<SessionId, Vec<SessionSummary>> = HashMap::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                unreadable(&mut listing, &dir, e);
+                continue;
+            }
         };
         for path in entries.filter_map(Result::ok).map(|e| e.path()) {
             if hidden(&path) || path.extension().is_none_or(|e| e != "jsonl") {

@@ -634,3 +634,72 @@ async fn a_far_future_mtime_saturates_in_the_listing() {
     let listed = p.list(&Default::default()).await.unwrap();
     assert_eq!(listed.sessions[0].updated_at, i64::MAX);
 }
+
+#[tokio::test]
+async fn an_unreadable_root_is_an_error_and_a_skipped_entry_never_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let p = JsonlPersistence::new(JsonlConfig::new(&root)).unwrap();
+    // Replaced by a file after construction: reading it fails with ENOTDIR, which is an
+    // I/O error to report (root ignores permission bits, so EACCES cannot be staged here).
+    std::fs::remove_dir(&root).unwrap();
+    std::fs::write(&root, "not a directory").unwrap();
+    let hd = header("blocked");
+    assert!(matches!(
+        p.create(&hd, Origin::New).await,
+        Err(PersistenceError::Io { .. })
+    ));
+    let listed = p.list(&Default::default()).await.unwrap();
+    assert!(listed.sessions.is_empty());
+    assert_eq!(listed.skipped.len(), 1);
+    assert!(
+        listed.skipped[0]
+            .reason
+            .starts_with("cannot read the directory"),
+        "{:?}",
+        listed.skipped
+    );
+}
+
+#[tokio::test]
+async fn a_project_directory_without_read_permission_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    if effective_uid_is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    let hd = header("locked");
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &events(0, 1)).await.unwrap();
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    let project = log_path(dir.path(), &hd.id)
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    std::fs::set_permissions(&project, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let listed = p.list(&Default::default()).await.unwrap();
+    let created = p.create(&hd, Origin::New).await;
+    std::fs::set_permissions(&project, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(
+        listed
+            .skipped
+            .iter()
+            .any(|s| s.reason.starts_with("cannot read the directory"))
+    );
+    assert!(
+        matches!(created, Err(PersistenceError::Io { .. })),
+        "an existence check that cannot look is an error"
+    );
+}
+
+fn effective_uid_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1).map(|e| e == "0"))
+        .unwrap_or(false)
+}
