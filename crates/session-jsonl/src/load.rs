@@ -113,6 +113,15 @@ pub(crate) fn read(
     let (header, header_len) = read_header(id, path, &mut reader)?;
     let analysis = analyse(&mut reader, header_len).map_err(|e| io_err(id, path, "read", e))?;
     drop(reader);
+    if let Some((line, reason)) = &analysis.invalid {
+        // Repair could not close such a turn, so the session would load and never resume.
+        return Err(PersistenceError::Corrupt {
+            id: id.clone(),
+            location: location(path),
+            line: Some(*line),
+            reason: reason.clone(),
+        });
+    }
     if let (Some((line, reason)), Some(last_end)) = (&analysis.defect, analysis.last_turn_end)
         && *line <= last_end
     {

@@ -69,6 +69,19 @@ pub struct Analysis {
     pub dropped_records: u64,
     /// Bytes from the first defect on.
     pub dropped_bytes: u64,
+    /// A complete record whose envelope decodes but whose payload breaks what repair relies
+    /// on (a `turn/start` without a `u32` turn): never truncated away, always refused.
+    pub invalid: Option<(u64, String)>,
+}
+
+/// Whether a `turn/start` carries the turn number crash repair needs to close it.
+fn turn_start_is_closable(event: &SessionEvent) -> bool {
+    #[derive(serde::Deserialize)]
+    struct TurnOnly {
+        #[allow(dead_code)] // Only its presence and type are checked.
+        turn: u32,
+    }
+    serde_json::from_str::<TurnOnly>(event.data.get()).is_ok()
 }
 
 /// Analyses the records after the header (which ended at `offset`, on line 1).
@@ -80,6 +93,7 @@ pub fn analyse(reader: &mut impl BufRead, mut offset: u64) -> io::Result<Analysi
         last_turn_end: None,
         dropped_records: 0,
         dropped_bytes: 0,
+        invalid: None,
     };
     let mut line_no = 1u64;
     while let Some((record, len)) = next_record(reader)? {
@@ -93,6 +107,16 @@ pub fn analyse(reader: &mut impl BufRead, mut offset: u64) -> io::Result<Analysi
             && event.kind.as_str() == EventType::TURN_END
         {
             analysis.last_turn_end = Some(line_no);
+        }
+        if let (Record::Line(_), Ok(event)) = (&record, &decoded)
+            && event.kind.as_str() == EventType::TURN_START
+            && !turn_start_is_closable(event)
+            && analysis.invalid.is_none()
+        {
+            analysis.invalid = Some((
+                line_no,
+                "a turn/start whose turn is not an unsigned 32-bit number".to_owned(),
+            ));
         }
         if analysis.defect.is_none() {
             let expected = analysis.kept.len() as u64;

@@ -703,3 +703,33 @@ fn effective_uid_is_root() -> bool {
         .and_then(|v| v.split_whitespace().nth(1).map(|e| e == "0"))
         .unwrap_or(false)
 }
+
+#[tokio::test]
+async fn a_turn_start_without_a_u32_turn_is_refused_with_its_line_instead_of_loading_unresumable() {
+    for bad in ["-1", "\"3\"", "4294967296", "null"] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+        let hd = header("badturn");
+        p.create(&hd, Origin::New).await.unwrap();
+        let mut evs = events(0, 1);
+        evs.push(Arc::new(SessionEvent {
+            seq: 1,
+            kind: EventType::new("turn/start").unwrap(),
+            time: 2_000,
+            ignorable: false,
+            data: RawValue::from_string(format!("{{\"turn\":{bad}}}")).unwrap(),
+        }));
+        p.append(&hd.id, &evs).await.unwrap();
+        p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+        let before = std::fs::read(log_path(dir.path(), &hd.id).unwrap()).unwrap();
+        match p.load(&hd.id, &EventVocabulary::new()).await {
+            Err(PersistenceError::Corrupt { line, reason, .. }) => {
+                assert_eq!(line, Some(3), "{bad}");
+                assert!(reason.contains("turn/start"), "{reason}");
+            }
+            other => panic!("{bad}: expected Corrupt, got {other:?}"),
+        }
+        let after = std::fs::read(log_path(dir.path(), &hd.id).unwrap()).unwrap();
+        assert_eq!(before, after, "nothing stored is touched");
+    }
+}
