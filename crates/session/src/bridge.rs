@@ -121,7 +121,15 @@ impl PersistenceBridge {
                 continue;
             }
             let last = batch.last().map(|e| e.seq + 1).unwrap_or(0);
-            let result = persistence.append(&id, &batch).await;
+            // Contained: a provider that panics fails this session's persistence (sticky),
+            // and every later barrier and detach reports it instead of waiting forever.
+            let result = dsh_kernel::contain::poll(async {
+                persistence
+                    .append(&id, &batch)
+                    .await
+                    .map_err(BoxError::from)
+            })
+            .await;
             {
                 let mut state = pump.state.lock();
                 match result {

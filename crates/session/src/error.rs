@@ -135,6 +135,13 @@ pub enum SessionError {
         /// What is wrong.
         reason: String,
     },
+    /// A barrier on a session that is live but not announced: no observer holds its events
+    /// yet, so nothing could be made durable.
+    #[error("session {id} is not announced yet: nothing it holds can be made durable")]
+    NotAnnounced {
+        /// The session.
+        id: SessionId,
+    },
     /// The scope given to `subscribe` is already being disposed.
     #[error("cannot subscribe: {0}")]
     Scope(#[from] dsh_kernel::KernelError),

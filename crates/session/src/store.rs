@@ -316,6 +316,33 @@ impl SessionStore {
         let session = self
             .get(id)
             .ok_or_else(|| SessionError::NotLive { id: id.clone() })?;
+        if ANNOUNCING
+            .try_with(|k| *k == key(&session))
+            .unwrap_or(false)
+        {
+            // From inside its own announcement: waiting for it would never end.
+            return Err(SessionError::NotAnnounced { id: id.clone() });
+        }
+        // A barrier either makes what was appended durable or fails: before the announcement
+        // no observer holds the events. One that is under way is waited for.
+        loop {
+            let notified = session.inner.announced.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            let (announcing, state) = {
+                let log = session.inner.log.lock();
+                (log.announcing, log.state)
+            };
+            match (announcing, state) {
+                (true, _) => notified.await,
+                (false, SessionState::Entered) => {
+                    return Err(SessionError::NotAnnounced {
+                        id: session.id().clone(),
+                    });
+                }
+                _ => break,
+            }
+        }
         self.flush_session(&session).await
     }
 

@@ -225,3 +225,132 @@ async fn a_failing_provider_fails_the_next_barrier() {
         "nothing was published as durable"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_before_the_announcement_fails_instead_of_claiming_durability() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new();
+    let (store, _persistence) = wired(dir.path(), &runtime);
+    let s = store
+        .prepare(SessionSpec::new("/w").with_id(SessionId::parse("early").unwrap()))
+        .unwrap();
+    store.enter(&s).unwrap();
+    s.append(&kind("user/message"), &json!({"n": 1})).unwrap();
+    assert!(matches!(
+        store.flush(s.id()).await,
+        Err(SessionError::NotAnnounced { .. })
+    ));
+    store.announce(&s).await.unwrap();
+    store.flush(s.id()).await.unwrap();
+    assert_eq!(
+        lines(dir.path(), s.id()).len(),
+        2,
+        "after the announcement the barrier holds"
+    );
+    store.detach(&s).await.unwrap();
+}
+
+/// Delegates to the JSONL provider, but its `append` panics.
+struct PanickingAppend(Arc<JsonlPersistence>);
+
+#[async_trait::async_trait]
+impl SessionPersistence for PanickingAppend {
+    fn name(&self) -> &'static str {
+        "panicking"
+    }
+    async fn create(
+        &self,
+        h: &dsh_session::SessionHeader,
+        o: dsh_session::Origin,
+    ) -> Result<(), dsh_session::PersistenceError> {
+        self.0.create(h, o).await
+    }
+    async fn append(
+        &self,
+        _: &SessionId,
+        _: &[Arc<dsh_session::SessionEvent>],
+    ) -> Result<(), dsh_session::PersistenceError> {
+        panic!("provider bug in append")
+    }
+    async fn flush(&self, id: &SessionId) -> Result<(), dsh_session::PersistenceError> {
+        self.0.flush(id).await
+    }
+    async fn close(
+        &self,
+        id: &SessionId,
+        i: dsh_session::CloseIntent,
+    ) -> Result<(), dsh_session::PersistenceError> {
+        self.0.close(id, i).await
+    }
+    async fn load(
+        &self,
+        id: &SessionId,
+        k: &dsh_session::EventVocabulary,
+    ) -> Result<dsh_session::LoadedSession, dsh_session::PersistenceError> {
+        self.0.load(id, k).await
+    }
+    async fn inspect(
+        &self,
+        id: &SessionId,
+        k: &dsh_session::EventVocabulary,
+    ) -> Result<dsh_session::LoadedSession, dsh_session::PersistenceError> {
+        self.0.inspect(id, k).await
+    }
+    async fn header(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<dsh_session::SessionHeader>, dsh_session::PersistenceError> {
+        self.0.header(id).await
+    }
+    async fn list(
+        &self,
+        q: &dsh_session::ListQuery,
+    ) -> Result<dsh_session::SessionListing, dsh_session::PersistenceError> {
+        self.0.list(q).await
+    }
+    async fn locate(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<dsh_session::SessionLocation>, dsh_session::PersistenceError> {
+        self.0.locate(id).await
+    }
+    async fn delete(&self, id: &SessionId) -> Result<(), dsh_session::PersistenceError> {
+        self.0.delete(id).await
+    }
+    async fn shutdown(&self) -> Result<(), dsh_session::PersistenceError> {
+        self.0.shutdown().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_panicking_in_append_fails_the_session_and_barriers_answer_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new();
+    let inner = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    let store = SessionStore::new();
+    store
+        .subscribe(
+            runtime.scope(),
+            Interest::All,
+            PersistenceBridge::new(Arc::new(PanickingAppend(inner))),
+        )
+        .unwrap();
+    let s = store
+        .create(SessionSpec::new("/w").with_id(SessionId::parse("panics").unwrap()))
+        .await
+        .unwrap();
+    s.append(&kind("user/message"), &json!({"n": 1})).unwrap();
+    let bounded = std::time::Duration::from_secs(10);
+    let flushed = tokio::time::timeout(bounded, store.flush(s.id()))
+        .await
+        .expect("flush answered");
+    assert!(matches!(flushed, Err(SessionError::FlushFailed { .. })));
+    let again = tokio::time::timeout(bounded, store.flush(s.id()))
+        .await
+        .expect("flush answered");
+    assert!(again.is_err(), "the failure is sticky");
+    let detached = tokio::time::timeout(bounded, store.detach(&s))
+        .await
+        .expect("detach answered");
+    assert!(detached.is_err(), "detach reports the failure");
+}
