@@ -42,6 +42,8 @@ struct Buffer {
     timer_armed: bool,
     /// An early (size-triggered) write is already on its way; do not start another.
     write_scheduled: bool,
+    /// `close` has begun: appends are refused, so none is accepted after its final write.
+    closing: bool,
 }
 
 struct Io {
@@ -95,6 +97,7 @@ impl Open {
                 cursor,
                 timer_armed: false,
                 write_scheduled: false,
+                closing: false,
             }),
             io: tokio::sync::Mutex::new(Io {
                 file: file.map(Arc::new),
@@ -123,6 +126,11 @@ impl Open {
         batch_max: usize,
     ) -> Result<Trigger, PersistenceError> {
         let mut buffer = self.buffer.lock();
+        if buffer.closing {
+            return Err(PersistenceError::NotOpen {
+                id: self.id().clone(),
+            });
+        }
         for (index, event) in events.iter().enumerate() {
             let expected = buffer.cursor + index as u64;
             if event.seq != expected {
@@ -173,10 +181,14 @@ impl Open {
         ctx: &Arc<Ctx>,
         abandon: bool,
     ) -> Result<(), PersistenceError> {
+        // From here on nothing more is accepted, so the final write holds every accepted event.
+        self.buffer.lock().closing = true;
         if abandon && !self.is_materialized().await {
             self.drop_buffer();
-        } else {
-            self.write(ctx).await?;
+        } else if let Err(err) = self.write(ctx).await {
+            // The session stays open after a failed close, and takes appends again.
+            self.buffer.lock().closing = false;
+            return Err(err);
         }
         let mut io = self.io.lock().await;
         io.closed = true;

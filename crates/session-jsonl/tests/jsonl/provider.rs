@@ -733,3 +733,37 @@ async fn a_turn_start_without_a_u32_turn_is_refused_with_its_line_instead_of_loa
         assert_eq!(before, after, "nothing stored is touched");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_racing_close_is_refused_or_kept_never_silently_dropped() {
+    for round in 0..200 {
+        let dir = tempfile::tempdir().unwrap();
+        let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+        let hd = header("race");
+        p.create(&hd, Origin::New).await.unwrap();
+        p.append(&hd.id, &events(0, 10)).await.unwrap();
+        let appender = {
+            let (p, id) = (p.clone(), hd.id.clone());
+            tokio::spawn(async move {
+                let mut accepted = 10u64;
+                for seq in 10..400 {
+                    if p.append(&id, &events(seq, 1)).await.is_err() {
+                        break;
+                    }
+                    accepted = seq + 1;
+                    tokio::task::yield_now().await;
+                }
+                accepted
+            })
+        };
+        tokio::task::yield_now().await;
+        p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+        let accepted = appender.await.unwrap();
+        let loaded = p.load(&hd.id, &EventVocabulary::new()).await.unwrap();
+        assert_eq!(
+            loaded.events.len() as u64,
+            accepted,
+            "round {round}: every accepted event is on disk"
+        );
+    }
+}
