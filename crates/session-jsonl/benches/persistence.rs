@@ -153,49 +153,105 @@ fn flush_barrier(c: &mut Criterion) {
 }
 
 /// Cold load of a 100 000-event balanced session of about 30 MB.
+/// A 100 000-event session of one repeated letter: the shape the budget was first set on.
+fn uniform_events() -> Vec<Arc<SessionEvent>> {
+    events_from(|seq, turn| match seq % 10 {
+        0 => ("turn/start", format!("{{\"turn\":{turn}}}")),
+        9 => (
+            "turn/end",
+            format!("{{\"turn\":{turn},\"reason\":{{\"kind\":\"completed\"}}}}"),
+        ),
+        _ => (
+            "assistant/chunk",
+            format!(
+                "{{\"turn\":{turn},\"step\":1,\"chunk\":{{\"text\":\"{}\"}}}}",
+                "c".repeat(230)
+            ),
+        ),
+    })
+}
+
+/// A realistic transcript, about 320 bytes an event: prose with quotes, escaped newlines
+/// and non-ASCII text, tool calls, and tool output the way bash results look.
+fn realistic_events() -> Vec<Arc<SessionEvent>> {
+    let prose = "Let me look at \\\"src/main.rs\\\" first — it's where the «entry point» lives.\\nThen I'll run the tests: naïve café ☕ 日本語 🚀.";
+    let output = "running 12 tests\\ntest parse::ok ... ok\\ntest parse::\\\"quoted\\\" ... FAILED\\n\\tat src/lib.rs:42:7\\n[exit code: 101]";
+    events_from(move |seq, turn| match seq % 10 {
+        0 => ("turn/start", format!("{{\"turn\":{turn}}}")),
+        1 => (
+            "user/message",
+            format!(
+                "{{\"turn\":{turn},\"step\":1,\"message\":{{\"content\":\"{prose} Please fix the failing test in «parse» — thanks!\"}}}}"
+            ),
+        ),
+        4 => (
+            "tool/call",
+            format!(
+                "{{\"turn\":{turn},\"step\":1,\"call_id\":\"call_{seq}\",\"name\":\"bash\",\"arguments\":\"{{\\\"command\\\":\\\"cargo test -p parse 2>&1 | tail -n 40\\\",\\\"description\\\":\\\"Run the parser's tests\\\"}}\"}}"
+            ),
+        ),
+        5 => (
+            "tool/result",
+            format!(
+                "{{\"turn\":{turn},\"step\":1,\"call_id\":\"call_{seq}\",\"name\":\"bash\",\"content\":\"{output}\",\"is_error\":false,\"meta\":{{\"exit_code\":101}}}}"
+            ),
+        ),
+        9 => (
+            "turn/end",
+            format!("{{\"turn\":{turn},\"reason\":{{\"kind\":\"completed\"}}}}"),
+        ),
+        _ => (
+            "assistant/chunk",
+            format!(
+                "{{\"turn\":{turn},\"step\":1,\"chunk\":{{\"text\":\"{prose} \\\"ok\\\" {prose}\"}}}}"
+            ),
+        ),
+    })
+}
+
+fn events_from(make: impl Fn(u64, u64) -> (&'static str, String)) -> Vec<Arc<SessionEvent>> {
+    (0..100_000u64)
+        .map(|seq| {
+            let (kind, data) = make(seq, seq / 10 + 1);
+            Arc::new(SessionEvent {
+                seq,
+                kind: EventType::new(kind).unwrap(),
+                time: 1_767_225_600_000 + seq as i64,
+                ignorable: false,
+                data: RawValue::from_string(data).unwrap(),
+            })
+        })
+        .collect()
+}
+
 fn cold_load(c: &mut Criterion) {
     let rt = rt();
     let dir = tempfile::tempdir().unwrap();
     let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
-    let hd = header("cold", "/bench");
-    let mut events = Vec::with_capacity(100_000);
-    for seq in 0..100_000u64 {
-        let turn = seq / 10 + 1;
-        let (kind, data) = match seq % 10 {
-            0 => ("turn/start", format!("{{\"turn\":{turn}}}")),
-            9 => (
-                "turn/end",
-                format!("{{\"turn\":{turn},\"reason\":{{\"kind\":\"completed\"}}}}"),
-            ),
-            _ => (
-                "assistant/chunk",
-                format!(
-                    "{{\"turn\":{turn},\"step\":1,\"chunk\":{{\"text\":\"{}\"}}}}",
-                    "c".repeat(230)
-                ),
-            ),
-        };
-        events.push(Arc::new(SessionEvent {
-            seq,
-            kind: EventType::new(kind).unwrap(),
-            time: 1,
-            ignorable: false,
-            data: RawValue::from_string(data).unwrap(),
-        }));
-    }
-    rt.block_on(async {
-        p.create(&hd, Origin::New).await.unwrap();
-        for chunk in events.chunks(5_000) {
-            p.append(&hd.id, chunk).await.unwrap();
-        }
-        p.close(&hd.id, CloseIntent::Flush).await.unwrap();
-    });
     let known = EventVocabulary::new();
     let mut group = c.benchmark_group("b3");
     group.sample_size(10);
-    group.bench_function("cold_load_100k_events", |b| {
-        b.iter(|| rt.block_on(async { p.load(&hd.id, &known).await.unwrap() }))
-    });
+    for (name, events) in [
+        ("uniform", uniform_events()),
+        ("realistic", realistic_events()),
+    ] {
+        let hd = header(&format!("cold-{name}"), "/bench");
+        let bytes: usize = events.iter().map(|e| e.data.get().len()).sum();
+        eprintln!(
+            "b3 {name}: {} payload bytes an event on average",
+            bytes / events.len()
+        );
+        rt.block_on(async {
+            p.create(&hd, Origin::New).await.unwrap();
+            for chunk in events.chunks(5_000) {
+                p.append(&hd.id, chunk).await.unwrap();
+            }
+            p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+        });
+        group.bench_function(format!("cold_load_100k_events_{name}"), |b| {
+            b.iter(|| rt.block_on(async { p.load(&hd.id, &known).await.unwrap() }))
+        });
+    }
     group.finish();
 }
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use dsh_session::repair::interrupted_turn_closers;
 use dsh_session::{
-    EventVocabulary, LoadedSession, PersistenceError, RepairReport, SESSION_FORMAT_VERSION,
-    SessionEvent, SessionHeader, SessionId, StoreRevision,
+    EventType, EventVocabulary, LoadedSession, PersistenceError, RepairReport,
+    SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId, StoreRevision,
 };
 
 use crate::fsops::FsOps;
@@ -132,8 +132,15 @@ pub(crate) fn read(
             reason: format!("{reason}; the damage lies before the last completed turn"),
         });
     }
+    // A log holds few distinct types: each is looked up once.
+    let mut known_kinds: Vec<&EventType> = Vec::new();
     for event in &analysis.kept {
-        if !event.ignorable && known.class(&event.kind).is_none() {
+        if event.ignorable || known_kinds.contains(&&event.kind) {
+            continue;
+        }
+        if known.class(&event.kind).is_some() {
+            known_kinds.push(&event.kind);
+        } else {
             return Err(PersistenceError::UnsupportedEvent {
                 id: id.clone(),
                 location: location(path),

@@ -84,8 +84,11 @@ fn turn_start_is_closable(event: &SessionEvent) -> bool {
     serde_json::from_str::<TurnOnly>(event.data.get()).is_ok()
 }
 
-/// Analyses the records after the header (which ended at `offset`, on line 1).
-pub fn analyse(reader: &mut impl BufRead, mut offset: u64) -> io::Result<Analysis> {
+/// Analyses the records after the header (which ended at `offset`, on line 1). The file is
+/// streamed in bounded batches, never read into one buffer; each batch is decoded on every
+/// core, and the verdict stays sequential, so the result is that of a one-record-at-a-time
+/// reader.
+pub fn analyse(reader: &mut impl BufRead, offset: u64) -> io::Result<Analysis> {
     let mut analysis = Analysis {
         kept: Vec::new(),
         kept_end: offset,
@@ -95,20 +98,92 @@ pub fn analyse(reader: &mut impl BufRead, mut offset: u64) -> io::Result<Analysi
         dropped_bytes: 0,
         invalid: None,
     };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let mut offset = offset;
     let mut line_no = 1u64;
-    while let Some((record, len)) = next_record(reader)? {
-        line_no += 1;
-        let decoded = match &record {
-            Record::Line(bytes) => SessionEvent::decode(bytes).map_err(|e| e.0),
-            Record::TooLong => Err(format!("line longer than {MAX_EVENT_BYTES} bytes")),
-            Record::Incomplete => Err("incomplete final line".into()),
-        };
-        if let (Record::Line(_), Ok(event)) = (&record, &decoded)
+    let mut batch: Vec<(Record, u64)> = Vec::new();
+    let mut at_end = false;
+    while !at_end {
+        batch.clear();
+        let mut batch_bytes = 0u64;
+        while batch.len() < BATCH_RECORDS && batch_bytes < BATCH_BYTES {
+            match next_record(reader)? {
+                Some(item) => {
+                    batch_bytes += item.1;
+                    batch.push(item);
+                }
+                None => {
+                    at_end = true;
+                    break;
+                }
+            }
+        }
+        let decoded = decode_all(&batch, workers);
+        for ((record, len), decoded) in batch.iter().zip(decoded) {
+            line_no += 1;
+            judge(&mut analysis, record, decoded, line_no, offset, *len);
+            offset += *len;
+        }
+    }
+    Ok(analysis)
+}
+
+/// Records per decoding batch, and the bytes that end a batch early.
+const BATCH_RECORDS: usize = 8192;
+const BATCH_BYTES: u64 = 8 << 20;
+
+fn decode_one(record: &Record) -> Result<Arc<SessionEvent>, String> {
+    match record {
+        Record::Line(bytes) => SessionEvent::decode(bytes).map(Arc::new).map_err(|e| e.0),
+        Record::TooLong => Err(format!("line longer than {MAX_EVENT_BYTES} bytes")),
+        Record::Incomplete => Err("incomplete final line".into()),
+    }
+}
+
+/// Decodes every record in order, split across `workers` threads when it is worth it.
+fn decode_all(records: &[(Record, u64)], workers: usize) -> Vec<Result<Arc<SessionEvent>, String>> {
+    if workers < 2 || records.len() < 256 {
+        return records.iter().map(|(r, _)| decode_one(r)).collect();
+    }
+    let per = records.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = records
+            .chunks(per)
+            .map(|part| {
+                let handle = scope
+                    .spawn(move || part.iter().map(|(r, _)| decode_one(r)).collect::<Vec<_>>());
+                (part.len(), handle)
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|(len, handle)| {
+                handle.join().unwrap_or_else(|_| {
+                    (0..len)
+                        .map(|_| Err("the decoder panicked".to_owned()))
+                        .collect()
+                })
+            })
+            .collect()
+    })
+}
+
+/// One record's part of the verdict.
+fn judge(
+    analysis: &mut Analysis,
+    record: &Record,
+    decoded: Result<Arc<SessionEvent>, String>,
+    line_no: u64,
+    offset: u64,
+    len: u64,
+) {
+    {
+        if let (Record::Line(_), Ok(event)) = (record, &decoded)
             && event.kind.as_str() == EventType::TURN_END
         {
             analysis.last_turn_end = Some(line_no);
         }
-        if let (Record::Line(_), Ok(event)) = (&record, &decoded)
+        if let (Record::Line(_), Ok(event)) = (record, &decoded)
             && event.kind.as_str() == EventType::TURN_START
             && !turn_start_is_closable(event)
             && analysis.invalid.is_none()
@@ -122,7 +197,7 @@ pub fn analyse(reader: &mut impl BufRead, mut offset: u64) -> io::Result<Analysi
             let expected = analysis.kept.len() as u64;
             match decoded {
                 Ok(event) if event.seq == expected => {
-                    analysis.kept.push(Arc::new(event));
+                    analysis.kept.push(event);
                     analysis.kept_end = offset + len;
                 }
                 Ok(event) => {
@@ -138,7 +213,5 @@ pub fn analyse(reader: &mut impl BufRead, mut offset: u64) -> io::Result<Analysi
             analysis.dropped_records += 1;
             analysis.dropped_bytes += len;
         }
-        offset += len;
     }
-    Ok(analysis)
 }

@@ -68,7 +68,13 @@ pub fn interrupted_turn_closers(events: &[Arc<SessionEvent>]) -> Vec<SessionEven
     let mut turn: Option<u32> = None;
     let mut step: Option<StepMark> = None;
     let mut pending: Vec<Pending> = Vec::new();
-    for event in events {
+    // Every `turn/start` resets the state below, so only the last turn can need closers:
+    // start there instead of parsing the payloads of the whole log.
+    let last_start = events
+        .iter()
+        .rposition(|e| e.kind.as_str() == EventType::TURN_START)
+        .unwrap_or(events.len());
+    for event in &events[last_start..] {
         match event.kind.as_str() {
             EventType::TURN_START => {
                 turn = parse::<TurnOnly>(event).map(|t| t.turn);
