@@ -265,6 +265,11 @@ fn item(raw: RawItem) -> Result<Item, String> {
     if repeat == 0 {
         return Err("`repeat` must be at least 1".into());
     }
+    // Items are expanded before the call streams; a bound keeps a typo from allocating
+    // hundreds of MiB.
+    if repeat > MAX_REPEAT {
+        return Err(format!("`repeat` is at most {MAX_REPEAT}, got {repeat}").into());
+    }
     Ok(Item {
         kind,
         delay_ms: raw.delay_ms,
@@ -342,18 +347,28 @@ fn entry(raw: RawEntry) -> Result<Entry, String> {
         matcher: raw.matcher.unwrap_or_default(),
         stream,
         ending,
-        usage: raw.usage.map(|u| Usage {
-            input_tokens: u.input_tokens,
-            output_tokens: u.output_tokens,
-            total_tokens: Some(u.input_tokens + u.output_tokens),
-            cache_hit_tokens: u.cache_hit_tokens,
-            cache_miss_tokens: u.cache_miss_tokens,
-            reasoning_tokens: u.reasoning_tokens,
-        }),
+        usage: match raw.usage {
+            None => None,
+            Some(u) => Some(Usage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                total_tokens: Some(
+                    u.input_tokens
+                        .checked_add(u.output_tokens)
+                        .ok_or("`usage`: input_tokens + output_tokens overflows a 64-bit count")?,
+                ),
+                cache_hit_tokens: u.cache_hit_tokens,
+                cache_miss_tokens: u.cache_miss_tokens,
+                reasoning_tokens: u.reasoning_tokens,
+            }),
+        },
         item_delay_ms: raw.item_delay_ms.unwrap_or(0),
         ready_file: raw.ready_file,
     })
 }
+
+/// The largest `repeat` of one item.
+pub const MAX_REPEAT: u32 = 100_000;
 
 const DEMO: &str = include_str!("../scripts/demo.json");
 

@@ -94,3 +94,22 @@ fn the_demo_is_bundled_and_labelled_replay() {
     assert!(model.info().replay);
     assert_eq!(model.info().endpoint, None);
 }
+
+#[test]
+fn overflowing_usage_and_runaway_repeats_are_refused_with_their_line() {
+    let cases = [
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"usage\": { \"input_tokens\": 18446744073709551615, \"output_tokens\": 1 } }\n] }",
+            "overflows",
+        ),
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"stream\": [ { \"text\": \"a\", \"repeat\": 2000000 } ] }\n] }",
+            "`repeat` is at most 100000",
+        ),
+    ];
+    for (text, needle) in cases {
+        let err = ReplayScript::from_json_str(text, "bad.json").unwrap_err();
+        assert!(err.line >= 2, "{err}");
+        assert!(err.message.contains(needle), "{err}");
+    }
+}
