@@ -168,8 +168,8 @@ struct RawUsage {
     reasoning_tokens: Option<u64>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// An `error` entry: a message string, or an object with exactly the known keys. Decoded by
+/// hand so an unknown key (`stauts`) is named instead of "did not match any variant".
 enum RawError {
     Message(String),
     Full {
@@ -181,10 +181,62 @@ enum RawError {
 }
 
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(deny_unknown_fields)]
+struct RawErrorObject {
+    kind: ModelErrorKind,
+    message: String,
+    status: Option<u16>,
+    retry_after_ms: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for RawError {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(message) => Ok(RawError::Message(message)),
+            object @ serde_json::Value::Object(_) => {
+                let full: RawErrorObject = serde_json::from_value(object).map_err(|e| {
+                    D::Error::custom(format!(
+                        "`error` {{kind, message, status?, retry_after_ms?}}: {e}"
+                    ))
+                })?;
+                Ok(RawError::Full {
+                    kind: full.kind,
+                    message: full.message,
+                    status: full.status,
+                    retry_after_ms: full.retry_after_ms,
+                })
+            }
+            _ => Err(D::Error::custom(
+                "`error` is a message string or an object {kind, message, status?, retry_after_ms?}",
+            )),
+        }
+    }
+}
+
+/// A string, or a list of strings.
 enum Strings {
     One(String),
     Many(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let expected = "expected a string or a list of strings";
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) => Ok(Strings::One(s)),
+            serde_json::Value::Array(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => Ok(s),
+                    _ => Err(D::Error::custom(expected)),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Strings::Many),
+            _ => Err(D::Error::custom(expected)),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -241,6 +293,9 @@ fn item(raw: RawItem) -> Result<Item, String> {
             if call.name.is_empty() {
                 return Err("a tool_call with an empty name".into());
             }
+            if call.id.as_deref() == Some("") {
+                return Err("a tool_call with an empty `id`".into());
+            }
             let arguments = match (call.arguments, call.args) {
                 (Some(a), None) | (None, Some(a)) => a,
                 _ => return Err("a tool_call needs exactly one of `arguments` and `args`".into()),
@@ -268,7 +323,7 @@ fn item(raw: RawItem) -> Result<Item, String> {
     // Items are expanded before the call streams; a bound keeps a typo from allocating
     // hundreds of MiB.
     if repeat > MAX_REPEAT {
-        return Err(format!("`repeat` is at most {MAX_REPEAT}, got {repeat}").into());
+        return Err(format!("`repeat` is at most {MAX_REPEAT}, got {repeat}"));
     }
     Ok(Item {
         kind,
@@ -304,6 +359,24 @@ fn entry(raw: RawEntry) -> Result<Entry, String> {
     let has_call = stream
         .iter()
         .any(|i| matches!(i.kind, ItemKind::ToolCall { .. }));
+    if let Some(m) = &raw.matcher {
+        for (key, value) in [
+            ("session_id", &m.session_id),
+            ("last_user_contains", &m.last_user_contains),
+            ("any_contains", &m.any_contains),
+        ] {
+            if value.as_deref() == Some("") {
+                return Err(format!(
+                    "`match.{key}` is empty; leave it out to match anything"
+                ));
+            }
+        }
+    }
+    if let Some(RawError::Message(m) | RawError::Full { message: m, .. }) = &raw.error
+        && m.is_empty()
+    {
+        return Err("an `error` with an empty message".into());
+    }
     let mut ending = if let Some(error) = raw.error {
         Ending::Error(match error {
             RawError::Message(message) => ModelError::new(ModelErrorKind::Server, message),
@@ -394,6 +467,15 @@ impl ReplayScript {
                     1,
                     format!("version {} is not supported (only 1)", script.version),
                 ));
+            }
+            for (key, value) in [("name", &script.name), ("prompt", &script.prompt)] {
+                if value.as_deref() == Some("") {
+                    return Err(fail(
+                        1,
+                        1,
+                        format!("`{key}` is empty; leave it out instead"),
+                    ));
+                }
             }
             (script.name, script.prompt, script.entries)
         };

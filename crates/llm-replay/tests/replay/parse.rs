@@ -113,3 +113,47 @@ fn overflowing_usage_and_runaway_repeats_are_refused_with_their_line() {
         assert!(err.message.contains(needle), "{err}");
     }
 }
+
+#[test]
+fn strictness_names_unknown_error_keys_empty_strings_and_bad_shapes() {
+    let cases = [
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"error\": { \"kind\": \"server\", \"message\": \"m\", \"stauts\": 500 } }\n] }",
+            "unknown field `stauts`",
+        ),
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"error\": \"\" }\n] }",
+            "empty message",
+        ),
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"error\": 5 }\n] }",
+            "message string or an object",
+        ),
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"match\": { \"any_contains\": \"\" } }\n] }",
+            "`match.any_contains` is empty",
+        ),
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"stream\": [ { \"tool_call\": { \"name\": \"bash\", \"args\": {}, \"id\": \"\" } } ] }\n] }",
+            "empty `id`",
+        ),
+        (
+            "{ \"version\": 1, \"entries\": [\n  { \"stream\": [ { \"text\": 5 } ] }\n] }",
+            "expected a string or a list of strings",
+        ),
+        (
+            "{ \"version\": 1, \"name\": \"\", \"entries\": [] }",
+            "`name` is empty",
+        ),
+        (
+            "{ \"version\": 1, \"prompt\": \"\", \"entries\": [] }",
+            "`prompt` is empty",
+        ),
+    ];
+    for (text, needle) in cases {
+        let err = ReplayScript::from_json_str(text, "bad.json").unwrap_err();
+        assert!(err.line >= 1 && err.column > 0, "{text}: {err}");
+        assert!(err.message.contains(needle), "{needle}: {err}");
+        assert!(!err.message.contains("did not match any variant"), "{err}");
+    }
+}
