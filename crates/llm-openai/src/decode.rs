@@ -299,6 +299,17 @@ impl Decoder {
                     )),
                 ));
             }
+            // OpenRouter ends a failed generation with `error`, SGLang an aborted one with
+            // `abort`: failures, never a completed turn.
+            "error" | "abort" => {
+                return Ok(Step::Done(
+                    out,
+                    Some(ModelError::new(
+                        ModelErrorKind::Server,
+                        format!("the server ended the response with finish_reason \"{reason}\""),
+                    )),
+                ));
+            }
             other => FinishReason::Other(other.to_owned()),
         };
         if let Some(usage) = self.usage.take() {

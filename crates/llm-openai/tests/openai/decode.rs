@@ -378,3 +378,28 @@ async fn an_oversized_event_is_a_protocol_error() {
     assert_eq!(err.kind, ModelErrorKind::Protocol);
     assert!(err.message.contains("16 MiB"), "{err}");
 }
+
+#[tokio::test]
+async fn a_finish_reason_of_error_or_abort_is_a_server_failure_not_a_completion() {
+    use serde_json::json;
+    for reason in ["error", "abort"] {
+        let body = sse(&[
+            json!({"choices": [{"delta": {"content": "partial"}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": reason}]}),
+        ]);
+        let items = decode_split(&body, &[]).await;
+        let last = items.last().unwrap();
+        match last {
+            Err(e) => {
+                assert_eq!(e.kind, ModelErrorKind::Server, "{reason}");
+                assert!(e.message.contains(reason), "{e:?}");
+            }
+            Ok(other) => panic!("{reason}: ended with {other:?}"),
+        }
+        assert!(
+            !items
+                .iter()
+                .any(|i| matches!(i, Ok(ModelEvent::Finish { .. })))
+        );
+    }
+}
