@@ -159,6 +159,20 @@ fn with_idle_timeout(
 }
 
 impl Inner {
+    /// `error` with the API key (and `Bearer <key>`) replaced wherever the server echoed it.
+    fn scrub(&self, mut error: ModelError) -> ModelError {
+        if let Some(key) = &self.config.api_key
+            && !key.expose().is_empty()
+            && error.message.contains(key.expose())
+        {
+            error.message = error
+                .message
+                .replace(&format!("Bearer {}", key.expose()), "Bearer [redacted]")
+                .replace(key.expose(), "[redacted]");
+        }
+        error
+    }
+
     /// One attempt: send, check the status, and wait for the first item of the stream.
     async fn attempt(
         &self,
@@ -365,8 +379,16 @@ impl Model for OpenAiModel {
                     return Err(ModelError::cancelled());
                 }
                 let failed = match inner.attempt(body.clone(), &cancel).await {
-                    Ok(stream) => return Ok(stream),
-                    Err(failed) => failed,
+                    Ok(stream) => {
+                        // Server-provided texts may echo the key; none leaves unscrubbed.
+                        let scrubber = inner.clone();
+                        let scrubbed = stream.map(move |item| item.map_err(|e| scrubber.scrub(e)));
+                        return Ok(Box::pin(scrubbed) as ModelStream);
+                    }
+                    Err(mut failed) => {
+                        failed.error = inner.scrub(failed.error);
+                        failed
+                    }
                 };
                 attempt += 1;
                 let delay = if failed.retry && attempt <= inner.config.retry.max_retries {

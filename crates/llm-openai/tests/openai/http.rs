@@ -418,3 +418,40 @@ async fn a_cancel_before_headers_ends_the_call() {
         "the connection was closed"
     );
 }
+
+#[tokio::test]
+async fn a_key_echoed_by_the_server_is_scrubbed_from_every_error_and_log() {
+    let (logs, _guard) = dsh_test_support::logs::capture();
+    let echoed_status = format!("upstream said: Authorization: Bearer {KEY}");
+    let echoed_json = format!(r#"{{"error":{{"message":"the key {KEY} is invalid"}}}}"#);
+    let in_stream =
+        format!("data: {{\"error\":{{\"message\":\"quota for {KEY} exhausted\"}}}}\n\n");
+    let server = MockModelServer::start(vec![
+        MockResponse::status(503).body(echoed_status),
+        MockResponse::status(401).body(echoed_json),
+        MockResponse::sse_bytes(in_stream),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    let err = model
+        .stream(request(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.kind, ModelErrorKind::Auth);
+    assert!(err.message.contains("[redacted]"), "{err}");
+    assert!(!format!("{err:?} {err}").contains(KEY));
+    let text = logs.text();
+    assert!(
+        text.contains("Bearer [redacted]"),
+        "the retried error is logged scrubbed: {text}"
+    );
+    assert!(!text.contains(KEY), "{text}");
+    // An error event inside the stream is scrubbed too.
+    let outcome = model.stream(request(), CancellationToken::new()).await;
+    let rendered = match outcome {
+        Err(e) => format!("{e:?}"),
+        Ok(stream) => format!("{:?}", stream.collect::<Vec<_>>().await),
+    };
+    assert!(!rendered.contains(KEY), "{rendered}");
+}
