@@ -92,7 +92,10 @@ pub fn encode_request(
         body.insert(key.into(), max.into());
     }
     if let Some(t) = request.params.temperature {
-        body.insert("temperature".into(), json!(t));
+        // Through the f32's shortest decimal form, so 0.7 goes on the wire as 0.7 and not as
+        // the f64 widening 0.699999988079071.
+        let decimal = t.to_string().parse::<f64>().unwrap_or(f64::from(t));
+        body.insert("temperature".into(), json!(decimal));
     }
     match request.params.reasoning {
         None => {}

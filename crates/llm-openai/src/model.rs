@@ -158,6 +158,37 @@ fn with_idle_timeout(
     })
 }
 
+/// A short, readable excerpt of an error body: an HTML page (a proxy's 502) by its title,
+/// anything else by its first 300 characters.
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let trimmed = text.trim();
+    let lower = trimmed.to_ascii_lowercase();
+    if lower.starts_with("<!doctype html") || lower.starts_with("<html") {
+        let title = lower
+            .find("<title>")
+            .and_then(|start| {
+                let from = start + "<title>".len();
+                lower[from..]
+                    .find("</title>")
+                    .map(|end| trimmed[from..from + end].trim())
+            })
+            .filter(|t| !t.is_empty());
+        return match title {
+            Some(title) => format!(
+                "an HTML error page: {}",
+                title.chars().take(200).collect::<String>()
+            ),
+            None => "an HTML error page".to_owned(),
+        };
+    }
+    let mut out: String = trimmed.chars().take(300).collect();
+    if trimmed.chars().count() > 300 {
+        out.push('…');
+    }
+    out
+}
+
 impl Inner {
     /// `error` with the API key (and `Bearer <key>`) replaced wherever the server echoed it.
     fn scrub(&self, mut error: ModelError) -> ModelError {
@@ -237,7 +268,11 @@ impl Inner {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_owned();
-        if !(200..300).contains(&status) || !content_type.starts_with("text/event-stream") {
+        // Media types are case-insensitive (`Text/Event-Stream` is an event stream).
+        let is_event_stream = content_type
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream");
+        if !(200..300).contains(&status) || !is_event_stream {
             let after = retry_after(response.headers());
             let text = read_limited(response, self.config.idle_timeout).await;
             let json: Option<serde_json::Value> = serde_json::from_slice(&text).ok();
@@ -266,9 +301,7 @@ impl Inner {
                 .and_then(|e| e.get("message"))
                 .and_then(|m| m.as_str())
                 .map(str::to_owned)
-                .unwrap_or_else(|| {
-                    String::from_utf8_lossy(&text[..text.len().min(2048)]).into_owned()
-                });
+                .unwrap_or_else(|| excerpt(&text));
             let error = ModelError {
                 kind,
                 message,

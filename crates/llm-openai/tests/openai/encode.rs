@@ -148,3 +148,17 @@ fn reasoning_effort() {
         }
     }
 }
+
+#[test]
+fn a_temperature_goes_on_the_wire_as_its_decimal_form() {
+    let mut request = conversation();
+    for (t, wire) in [(0.7f32, "0.7"), (0.1, "0.1"), (1.3, "1.3"), (0.0, "0.0")] {
+        request.params.temperature = Some(t);
+        let body = encode_request("m", &request, true, MaxTokensField::MaxTokens);
+        let text = body.to_string();
+        assert!(
+            text.contains(&format!("\"temperature\":{wire}")),
+            "{t}: {text}"
+        );
+    }
+}

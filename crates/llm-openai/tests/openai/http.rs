@@ -455,3 +455,33 @@ async fn a_key_echoed_by_the_server_is_scrubbed_from_every_error_and_log() {
     };
     assert!(!rendered.contains(KEY), "{rendered}");
 }
+
+#[tokio::test]
+async fn content_types_compare_case_insensitively_and_an_html_error_page_is_excerpted() {
+    let html = format!(
+        "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
+        "x".repeat(4000)
+    );
+    let server = MockModelServer::start(vec![
+        MockResponse::status(200)
+            .header("content-type", "Text/Event-Stream; charset=UTF-8")
+            .body(dsh_test_support::sse::fixture("text_basic")),
+        MockResponse::status(400)
+            .header("content-type", "text/html")
+            .body(html),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert!(
+        items
+            .iter()
+            .any(|i| matches!(i, Ok(ModelEvent::Finish { .. })))
+    );
+    let err = model
+        .stream(request(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.message, "an HTML error page: 502 Bad Gateway");
+}
