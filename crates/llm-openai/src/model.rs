@@ -125,9 +125,16 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<u64>().ok()) {
         return Some(Duration::from_millis(ms));
     }
-    get("retry-after")
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Duration::from_secs)
+    let value = get("retry-after")?;
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    // The other form the header allows: an HTTP date; a date in the past means "now".
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// Yields the body's chunks, failing with `transport` when none arrives within `idle`.
@@ -445,5 +452,34 @@ impl Model for OpenAiModel {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    use super::retry_after;
+
+    fn with(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn retry_after_accepts_seconds_and_http_dates() {
+        assert_eq!(retry_after(&with("3")), Some(Duration::from_secs(3)));
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(100));
+        let wait = retry_after(&with(&later)).unwrap();
+        assert!(
+            wait > Duration::from_secs(90) && wait <= Duration::from_secs(100),
+            "{wait:?}"
+        );
+        let past = httpdate::fmt_http_date(SystemTime::now() - Duration::from_secs(100));
+        assert_eq!(retry_after(&with(&past)), Some(Duration::ZERO));
+        assert_eq!(retry_after(&with("soon")), None);
     }
 }
