@@ -148,6 +148,19 @@ impl Decoder {
         if let Some(err) = chunk.get("error").filter(|e| e.is_object()) {
             return Err(error_from(err));
         }
+        // TGI: `{"error": "<text>", "error_type": …}`; vLLM: `{"object": "error", "message": …}`.
+        if let Some(text) = chunk.get("error").and_then(Value::as_str) {
+            let code = chunk
+                .get("error_type")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return Err(error_from(
+                &serde_json::json!({ "message": text, "type": code }),
+            ));
+        }
+        if chunk.get("object").and_then(Value::as_str) == Some("error") {
+            return Err(error_from(&chunk));
+        }
         if let Some(usage) = field(&chunk, "usage", "", "object")? {
             self.usage = Some(usage_from(usage)?);
         }

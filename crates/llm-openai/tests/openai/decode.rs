@@ -403,3 +403,25 @@ async fn a_finish_reason_of_error_or_abort_is_a_server_failure_not_a_completion(
         );
     }
 }
+
+#[tokio::test]
+async fn tgi_and_vllm_in_stream_errors_surface_the_server_s_message() {
+    use serde_json::json;
+    for (chunk, message) in [
+        (
+            json!({"error": "Input validation error: too many tokens", "error_type": "validation"}),
+            "Input validation error: too many tokens",
+        ),
+        (
+            json!({"object": "error", "message": "This model's maximum context length is 8192", "type": "BadRequestError", "code": 400}),
+            "This model's maximum context length is 8192",
+        ),
+    ] {
+        let body = sse(&[json!({"choices": [{"delta": {"content": "a"}}]}), chunk]);
+        let items = decode_split(&body, &[]).await;
+        match items.last().unwrap() {
+            Err(e) => assert_eq!(e.message, message),
+            other => panic!("expected the server's error, got {other:?}"),
+        }
+    }
+}
