@@ -220,9 +220,15 @@ impl Decoder {
             Some(f) => string(f, "arguments", &fpath)?.unwrap_or(""),
             None => "",
         };
+        // The first id wins: servers send a call's id after its name, or change it between
+        // deltas. Only a delta that brings both a name and an id other than the open call's
+        // starts a new call at a reused index.
         let reopen = match self.open.get(&key) {
             None => true,
-            Some(&i) => matches!((id, &self.calls[i].id), (Some(new), Some(old)) if new != old),
+            Some(&i) => {
+                name.is_some()
+                    && matches!((id, &self.calls[i].id), (Some(new), Some(old)) if new != old)
+            }
         };
         if reopen {
             self.calls.push(Call {

@@ -425,3 +425,49 @@ async fn tgi_and_vllm_in_stream_errors_surface_the_server_s_message() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_late_or_changing_tool_call_id_keeps_one_call_and_the_first_id() {
+    use serde_json::json;
+    let call =
+        |fragment: serde_json::Value| json!({"choices": [{"delta": {"tool_calls": [fragment]}}]});
+    // The id arrives after the name; then another id arrives with more arguments.
+    let body = sse(&[
+        call(json!({"index": 0, "function": {"name": "bash", "arguments": "{\"a\""}})),
+        call(json!({"index": 0, "id": "call_late", "function": {"arguments": ":1"}})),
+        call(json!({"index": 0, "id": "call_other", "function": {"arguments": "}"}})),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let items = decode_split(&body, &[]).await;
+    let ends: Vec<(String, String)> = items
+        .iter()
+        .filter_map(|i| match i {
+            Ok(ModelEvent::ToolCallEnd {
+                name, arguments, ..
+            }) => Some((name.clone(), arguments.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        [("bash".to_owned(), "{\"a\":1}".to_owned())],
+        "{items:?}"
+    );
+    // A server id first, then a different one without a name: still the first id.
+    let body = sse(&[
+        call(
+            json!({"index": 0, "id": "call_first", "function": {"name": "bash", "arguments": "{}"}}),
+        ),
+        call(json!({"index": 0, "id": "call_second", "function": {"arguments": ""}})),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let items = decode_split(&body, &[]).await;
+    let ids: Vec<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            Ok(ModelEvent::ToolCallEnd { id, .. }) => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["call_first"]);
+}
