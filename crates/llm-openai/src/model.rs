@@ -281,7 +281,11 @@ impl Inner {
             .starts_with("text/event-stream");
         if !(200..300).contains(&status) || !is_event_stream {
             let after = retry_after(response.headers());
-            let text = read_limited(response, self.config.idle_timeout).await;
+            // A stalled error body must not hold a cancel for a whole idle timeout.
+            let text = tokio::select! {
+                text = read_limited(response, self.config.idle_timeout) => text,
+                _ = cancel.cancelled() => return Err(Attempt { error: ModelError::cancelled(), retry: false }),
+            };
             let json: Option<serde_json::Value> = serde_json::from_slice(&text).ok();
             let error_obj = json
                 .as_ref()

@@ -485,3 +485,33 @@ async fn content_types_compare_case_insensitively_and_an_html_error_page_is_exce
         .unwrap();
     assert_eq!(err.message, "an HTML error page: 502 Bad Gateway");
 }
+
+#[tokio::test]
+async fn a_cancel_while_an_error_body_stalls_ends_the_call_at_once() {
+    use dsh_test_support::mock_model::Split;
+    let server = MockModelServer::start(vec![
+        MockResponse::status(503)
+            .body("busy, try again later")
+            .segments(Split::Every(4))
+            .delay_between(Duration::from_secs(60)),
+    ])
+    .await;
+    let mut c = config(&server);
+    c.idle_timeout = Duration::from_secs(600);
+    let model = OpenAiModel::new(c).unwrap();
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let model = model.clone();
+        let cancel = cancel.clone();
+        async move { model.stream(request(), cancel).await.err() }
+    });
+    server.wait_arrival(0).await;
+    cancel.cancel();
+    // Without the cancel the call would wait for the 600 s idle timeout.
+    let err = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the cancel ended the call")
+        .unwrap()
+        .unwrap();
+    assert_eq!(err.kind, ModelErrorKind::Cancelled);
+}
