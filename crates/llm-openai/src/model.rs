@@ -330,7 +330,17 @@ impl Inner {
             _ = cancel.cancelled() => return Err(Attempt { error: ModelError::cancelled(), retry: false }),
         };
         match first {
-            Some(Err(error)) if error.kind == ModelErrorKind::Transport => {
+            // Nothing was streamed yet, so a server-side failure or a rate limit reported as
+            // the first event (`insufficient_system_resource`, a 200 carrying a rate-limit
+            // error) is retried like the same failure given as a status.
+            Some(Err(error))
+                if matches!(
+                    error.kind,
+                    ModelErrorKind::Transport
+                        | ModelErrorKind::Server
+                        | ModelErrorKind::RateLimited
+                ) =>
+            {
                 Err(Attempt { error, retry: true })
             }
             Some(Err(error)) => Err(Attempt {

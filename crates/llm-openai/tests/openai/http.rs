@@ -515,3 +515,28 @@ async fn a_cancel_while_an_error_body_stalls_ends_the_call_at_once() {
         .unwrap();
     assert_eq!(err.kind, ModelErrorKind::Cancelled);
 }
+
+#[tokio::test]
+async fn a_server_failure_reported_before_any_output_is_retried() {
+    let exhausted = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"insufficient_system_resource\"}]}\n\n";
+    let limited =
+        "data: {\"error\":{\"message\":\"slow down\",\"code\":\"rate_limit_exceeded\"}}\n\n";
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_bytes(exhausted),
+        MockResponse::sse_bytes(limited),
+        MockResponse::sse_fixture("text_basic"),
+    ])
+    .await;
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert!(
+        items
+            .iter()
+            .any(|i| matches!(i, Ok(ModelEvent::Finish { .. })))
+    );
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "both early failures were retried"
+    );
+}
