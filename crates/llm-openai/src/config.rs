@@ -80,6 +80,9 @@ pub struct OpenAiConfig {
     pub send_reasoning_content: bool,
     /// Which field carries the output limit.
     pub max_tokens_field: MaxTokensField,
+    /// Ask for usage in the stream (`stream_options`); turn it off for a server that refuses
+    /// the field. Usage is then reported only if the server sends it anyway.
+    pub stream_usage: bool,
 }
 
 impl OpenAiConfig {
@@ -95,6 +98,7 @@ impl OpenAiConfig {
             retry: RetryPolicy::default(),
             send_reasoning_content: true,
             max_tokens_field: MaxTokensField::MaxTokens,
+            stream_usage: true,
         }
     }
 }

@@ -419,12 +419,17 @@ impl Model for OpenAiModel {
         let inner = self.inner.clone();
         Box::pin(async move {
             request.validate()?;
-            let body = encode_request(
+            let mut body = encode_request(
                 &inner.config.model,
                 &request,
                 inner.config.send_reasoning_content,
                 inner.config.max_tokens_field,
             );
+            if !inner.config.stream_usage
+                && let Some(fields) = body.as_object_mut()
+            {
+                fields.remove("stream_options");
+            }
             tracing::trace!(body = %body, "model request");
             let body = Bytes::from(body.to_string());
             let mut attempt = 0u32;

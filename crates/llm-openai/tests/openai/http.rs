@@ -540,3 +540,22 @@ async fn a_server_failure_reported_before_any_output_is_retried() {
         "both early failures were retried"
     );
 }
+
+#[tokio::test]
+async fn stream_options_can_be_turned_off_for_a_server_that_refuses_them() {
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_fixture("text_basic"),
+        MockResponse::sse_fixture("text_basic"),
+    ])
+    .await;
+    let on = OpenAiModel::new(config(&server)).unwrap();
+    run(&on, CancellationToken::new()).await.unwrap();
+    let mut c = config(&server);
+    c.stream_usage = false;
+    let off = OpenAiModel::new(c).unwrap();
+    run(&off, CancellationToken::new()).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests[0].json()["stream_options"]["include_usage"], true);
+    assert!(requests[1].json().get("stream_options").is_none());
+    assert_eq!(requests[1].json()["stream"], true);
+}
