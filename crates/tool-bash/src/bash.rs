@@ -196,12 +196,15 @@ async fn foreground(
     in_flight.done();
     let out = out.map_err(errors::start_error)?;
     let (content, complete) = render_foreground(shared, &*executor, &out).await;
+    // A retained task whose output was shown whole is released now; one with hidden output
+    // stays readable until its agent is disposed (or, outside any agent, until evicted).
     if out.retained {
-        let kept = !complete
-            && cx
-                .caller_scope()
-                .is_some_and(|scope| release_with_agent(&scope, &executor, out.task_id));
-        if !kept && (complete || cx.caller_scope().is_some()) {
+        let release_now = match cx.caller_scope() {
+            _ if complete => true,
+            Some(scope) => !release_with_agent(&scope, &executor, out.task_id),
+            None => false,
+        };
+        if release_now {
             let _ = executor.release(out.task_id).await;
         }
     }

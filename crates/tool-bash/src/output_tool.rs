@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use dsh_session::{ToolCallRecord, ToolResultRecord};
-use dsh_shell::{ShellError, ShellExecutor, TaskId, TaskState};
+use dsh_shell::{ShellError, ShellExecutor, TaskId};
 use dsh_tools::{
     Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView, ToolSchema,
 };
@@ -91,7 +91,7 @@ async fn kill(
             let phrase =
                 match tokio::time::timeout(shared.config.kill_wait, executor.wait(id)).await {
                     Ok(Ok(exit)) => render::exit_phrase(&exit),
-                    _ => render::state_phrase(&TaskState::Terminating(dsh_shell::EndCause::Exited)),
+                    _ => "terminating".to_owned(),
                 };
             Ok(ToolOutput::text(format!(
                 "killed task {id}\n[status: {phrase}]"

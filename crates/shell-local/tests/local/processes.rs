@@ -139,7 +139,12 @@ async fn a_secret_in_dsh_s_own_environment_does_not_reach_a_child() {
     }
     let exe = std::env::current_exe().unwrap();
     let status = std::process::Command::new(exe)
-        .args(["--exact", "processes::scrub_child_probe", "--nocapture"])
+        .args([
+            "--exact",
+            "processes::scrub_child_probe",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("DSH_SCRUB_CHILD", "1")
         .env("DSH_TEST_API_KEY", "x")
         .env("MY_SECRET_THING", "x")
@@ -150,11 +155,11 @@ async fn a_secret_in_dsh_s_own_environment_does_not_reach_a_child() {
     assert!(status.success());
 }
 
+/// Runs only inside the child process the test above starts, with the secrets in its
+/// environment.
 #[tokio::test]
+#[ignore = "run by a_secret_in_dsh_s_own_environment_does_not_reach_a_child"]
 async fn scrub_child_probe() {
-    if std::env::var_os("DSH_SCRUB_CHILD").is_none() {
-        return;
-    }
     let exec = executor_with(|c| {
         c.env_keep = vec!["KEEP_TOKEN".into()];
         c.env_remove = vec!["PLAIN_REMOVED".into()];
