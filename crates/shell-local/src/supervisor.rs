@@ -166,8 +166,13 @@ impl Supervisor {
         reader.spill.finish();
         let held = reader.open();
         reader.pipe = None;
-        let stragglers = held || !group.probe();
-        if stragglers && !group.terminating() {
+        // Members that outlive a leader the executor already ended (timeout, kill, cancel) were
+        // asked to stop by that ending; only a command that ended by itself leaves stragglers.
+        // Deciding on the ending rather than on who is still dying keeps the result stable.
+        let ended_by_us = group.terminating();
+        let remaining = held || !group.probe();
+        let stragglers = remaining && !ended_by_us;
+        if stragglers {
             group.begin(task.lock().force);
         }
         // Escapees first: their members were never asked politely and get SIGKILL now; the

@@ -33,7 +33,9 @@ pub struct ExitInfo {
     pub end: EndCause,
     /// From spawn to the leader's exit.
     pub duration: Duration,
-    /// Whether processes left in the group after the leader were terminated.
+    /// Whether processes left in the group after the leader exited by itself were terminated.
+    /// Members still dying after a timeout, kill or cancel do not count: that ending already
+    /// asked them to stop.
     pub stragglers_terminated: bool,
     /// What the output stream held.
     pub output: OutputStats,

@@ -131,6 +131,27 @@ async fn a_timeout_trapped_with_exit_zero_is_still_a_timeout() {
     exec.dispose().await;
 }
 
+/// Members still alive when the leader of an ended command exits were already asked to stop
+/// by that ending; they are not processes the command left behind, so whether one of them is
+/// slower to die than the leader must not change the result.
+#[tokio::test]
+async fn members_of_a_timed_out_command_are_not_reported_as_left_behind() {
+    let exec = executor();
+    let m = marker();
+    // The child ignores TERM and so certainly outlives the leader, which exits on TERM.
+    let command =
+        format!("bash -c 'trap \"\" TERM; exec sleep 1000.{m}' & trap 'exit 0' TERM; wait");
+    let spec = exec
+        .resolve(ShellExecRequest::new(command).timeout(Duration::from_millis(100)))
+        .unwrap();
+    let out = exec.run(spec).await.unwrap();
+    assert!(out.exit.timed_out());
+    assert_eq!(out.exit.code, Some(0));
+    assert!(!out.exit.stragglers_terminated);
+    all_gone(&m).await;
+    exec.dispose().await;
+}
+
 #[tokio::test]
 async fn a_timeout_trapped_and_ignored_is_ended_by_sigkill() {
     let exec = executor();
