@@ -1,5 +1,6 @@
-//! Model-seam budgets: SSE decode throughput, allocations per streamed token, and
-//! the overhead from `stream()` to the request reaching a loopback server.
+//! Model-seam budgets: SSE decode throughput at 16 KiB and 256 KiB chunks, allocations per
+//! streamed token, the overhead from `stream()` to the request reaching a loopback server,
+//! and how long a cancel takes to end a stream that is waiting for data.
 //! Run with `cargo bench -p dsh-llm-openai --bench decode`.
 #![allow(
     clippy::unwrap_used,
@@ -60,9 +61,9 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-async fn decode_all(bytes: &[u8]) -> usize {
+async fn decode_all(bytes: &[u8], chunk: usize) -> usize {
     let pieces: Vec<std::io::Result<Bytes>> = bytes
-        .chunks(64 * 1024)
+        .chunks(chunk)
         .map(|c| Ok(Bytes::copy_from_slice(c)))
         .collect();
     decode_body(futures::stream::iter(pieces)).count().await
@@ -75,15 +76,17 @@ fn throughput(c: &mut Criterion) {
     group
         .throughput(Throughput::Bytes(bytes.len() as u64))
         .sample_size(20);
-    group.bench_function("sse_decode_20k_chunks", |b| {
-        b.iter(|| rt.block_on(decode_all(&bytes)))
-    });
+    for (name, chunk) in [("16KiB", 16 * 1024), ("256KiB", 256 * 1024)] {
+        group.bench_function(format!("sse_decode_20k_events_in_{name}_chunks"), |b| {
+            b.iter(|| rt.block_on(decode_all(&bytes, chunk)))
+        });
+    }
     group.finish();
 
     for tokens in [10_000usize, 20_000] {
         let bytes = body(tokens);
         let before = ALLOCATIONS.load(Ordering::Relaxed);
-        rt.block_on(decode_all(&bytes));
+        rt.block_on(decode_all(&bytes, 64 * 1024));
         let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
         println!(
             "decode/allocations_per_token ({tokens} tokens): {:.1}",
@@ -92,27 +95,36 @@ fn throughput(c: &mut Criterion) {
     }
 }
 
-fn first_byte(_c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// A model aimed at `server`, and a one-message request.
+fn client(server: &MockModelServer) -> (OpenAiModel, ModelRequest) {
+    let mut config = OpenAiConfig::deepseek(Some(ApiKey::new("k")));
+    config.base_url = server.base_url();
+    let request = ModelRequest {
+        messages: vec![Message::User {
+            content: "hi".into(),
+        }],
+        tools: vec![],
+        params: ModelParams::default(),
+        session_id: None,
+    };
+    (OpenAiModel::new(config).unwrap(), request)
+}
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+fn first_byte(_c: &mut Criterion) {
+    let rt = multi_thread();
     rt.block_on(async {
         let n = 200;
         let responses = (0..n).map(|_| MockResponse::sse_bytes(body(1))).collect();
         let server = MockModelServer::start(responses).await;
-        let mut config = OpenAiConfig::deepseek(Some(ApiKey::new("k")));
-        config.base_url = server.base_url();
-        let model = OpenAiModel::new(config).unwrap();
-        let request = ModelRequest {
-            messages: vec![Message::User {
-                content: "hi".into(),
-            }],
-            tools: vec![],
-            params: ModelParams::default(),
-            session_id: None,
-        };
+        let (model, request) = client(&server);
         let mut gaps: Vec<Duration> = Vec::new();
         for i in 0..n {
             let started = Instant::now();
@@ -133,5 +145,40 @@ fn first_byte(_c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, throughput, first_byte);
+fn cancel_latency(_c: &mut Criterion) {
+    let rt = multi_thread();
+    rt.block_on(async {
+        let n = 100;
+        // Each answer sends its first event and then nothing: the client is waiting on the
+        // socket when the cancel comes.
+        let responses = (0..n)
+            .map(|_| {
+                MockResponse::sse_bytes(body(1))
+                    .segments(dsh_test_support::mock_model::Split::PerLine)
+                    .ending(dsh_test_support::mock_model::Ending::Hang)
+            })
+            .collect();
+        let server = MockModelServer::start(responses).await;
+        let (model, request) = client(&server);
+        let mut gaps: Vec<Duration> = Vec::new();
+        for _ in 0..n {
+            let cancel = CancellationToken::new();
+            let mut stream = model.stream(request.clone(), cancel.clone()).await.unwrap();
+            stream.next().await.unwrap().unwrap();
+            let started = Instant::now();
+            cancel.cancel();
+            while stream.next().await.is_some() {}
+            gaps.push(started.elapsed());
+        }
+        gaps.sort();
+        println!(
+            "cancel/until_the_stream_ends: p50 {:?}, p99 {:?}, max {:?}",
+            gaps[n / 2],
+            gaps[n * 99 / 100],
+            gaps[n - 1]
+        );
+    });
+}
+
+criterion_group!(benches, throughput, first_byte, cancel_latency);
 criterion_main!(benches);

@@ -1,20 +1,18 @@
-//! Response decoding: server-sent events in, `ModelEvent`s out. The output is
-//! the same for every split of the same bytes, because `eventsource-stream` reassembles events
-//! and this decoder only sees whole events.
+//! Chunk decoding: one whole server-sent event (or a complete JSON answer) in, `ModelEvent`s
+//! out. The output is the same for every split of the same bytes, because the splitter
+//! reassembles events and this decoder only sees whole ones.
 
-use std::collections::{HashMap, VecDeque};
-use std::io;
+use std::collections::HashMap;
 
-use bytes::Bytes;
 use dsh_llm::{FinishReason, ModelError, ModelErrorKind, ModelEvent, Usage};
-use eventsource_stream::{Event, Eventsource};
-use futures::{Stream, StreamExt};
 use serde_json::Value;
+
+use crate::sse::SseEvent;
 
 /// The largest single SSE event accepted.
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
-fn protocol(message: impl Into<String>) -> ModelError {
+pub(crate) fn protocol(message: impl Into<String>) -> ModelError {
     ModelError::new(ModelErrorKind::Protocol, message)
 }
 
@@ -113,7 +111,7 @@ fn random_id() -> String {
 
 impl Decoder {
     /// Handles one SSE event.
-    pub(crate) fn event(&mut self, event: &Event) -> Result<Step, ModelError> {
+    pub(crate) fn event(&mut self, event: &SseEvent) -> Result<Step, ModelError> {
         if event.data.len() > MAX_EVENT_BYTES {
             return Err(protocol(format!(
                 "an event of {} bytes exceeds the 16 MiB limit",
@@ -145,6 +143,11 @@ impl Decoder {
             let obj = chunk.get("error").unwrap_or(&chunk);
             return Err(error_from(obj));
         }
+        self.chunk(&chunk)
+    }
+
+    /// Handles one chunk object (or a complete answer rewritten as one chunk).
+    pub(crate) fn chunk(&mut self, chunk: &Value) -> Result<Step, ModelError> {
         if let Some(err) = chunk.get("error").filter(|e| e.is_object()) {
             return Err(error_from(err));
         }
@@ -159,13 +162,13 @@ impl Decoder {
             ));
         }
         if chunk.get("object").and_then(Value::as_str) == Some("error") {
-            return Err(error_from(&chunk));
+            return Err(error_from(chunk));
         }
-        if let Some(usage) = field(&chunk, "usage", "", "object")? {
+        if let Some(usage) = field(chunk, "usage", "", "object")? {
             self.usage = Some(usage_from(usage)?);
         }
         let mut out = Vec::new();
-        let Some(choices) = field(&chunk, "choices", "", "array")? else {
+        let Some(choices) = field(chunk, "choices", "", "array")? else {
             return Ok(Step::Events(out));
         };
         let Some(choice) = choices.as_array().and_then(|c| c.first()) else {
@@ -357,58 +360,5 @@ fn usage_from(usage: &Value) -> Result<Usage, ModelError> {
             .or_else(|| details("prompt_tokens_details", "cached_tokens")),
         cache_miss_tokens: num("prompt_cache_miss_tokens")?,
         reasoning_tokens: details("completion_tokens_details", "reasoning_tokens"),
-    })
-}
-
-struct State<S> {
-    events: S,
-    decoder: Decoder,
-    queue: VecDeque<Result<ModelEvent, ModelError>>,
-    ended: bool,
-}
-
-/// Decodes a response body into model events.
-pub fn decode_body<S>(body: S) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
-where
-    S: Stream<Item = io::Result<Bytes>> + Send + 'static,
-{
-    let state = State {
-        events: Box::pin(body.eventsource()),
-        decoder: Decoder::default(),
-        queue: VecDeque::new(),
-        ended: false,
-    };
-    futures::stream::unfold(state, |mut state| async move {
-        loop {
-            if let Some(item) = state.queue.pop_front() {
-                return Some((item, state));
-            }
-            if state.ended {
-                return None;
-            }
-            let step = match state.events.next().await {
-                Some(Ok(event)) => state.decoder.event(&event),
-                Some(Err(eventsource_stream::EventStreamError::Transport(e))) => {
-                    Err(ModelError::new(
-                        ModelErrorKind::Transport,
-                        format!("reading the response failed: {e}"),
-                    ))
-                }
-                Some(Err(e)) => Err(protocol(format!("the event stream is malformed: {e}"))),
-                None => state.decoder.complete(false),
-            };
-            match step {
-                Ok(Step::Events(events)) => state.queue.extend(events.into_iter().map(Ok)),
-                Ok(Step::Done(events, error)) => {
-                    state.queue.extend(events.into_iter().map(Ok));
-                    state.queue.extend(error.map(Err));
-                    state.ended = true;
-                }
-                Err(err) => {
-                    state.queue.push_back(Err(err));
-                    state.ended = true;
-                }
-            }
-        }
     })
 }

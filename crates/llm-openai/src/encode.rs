@@ -13,7 +13,25 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
-fn message(m: &Message, send_reasoning: bool) -> Value {
+/// For each message, whether it stands between two user messages with a tool call among
+/// them: DeepSeek's thinking mode then needs every assistant message of that stretch to carry
+/// its `reasoning_content` in all later requests (a 400 otherwise).
+fn tool_spans(messages: &[Message]) -> Vec<bool> {
+    let mut out = vec![false; messages.len()];
+    let mut start = 0;
+    for end in 0..=messages.len() {
+        if end == messages.len() || matches!(messages[end], Message::User { .. }) {
+            let called = messages[start..end].iter().any(
+                |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+            );
+            out[start..end].iter_mut().for_each(|f| *f = called);
+            start = end + 1;
+        }
+    }
+    out
+}
+
+fn message(m: &Message, send_reasoning: bool, in_tool_span: bool) -> Value {
     match m {
         Message::System { content } => json!({ "role": "system", "content": content }),
         Message::User { content } => json!({ "role": "user", "content": content }),
@@ -39,13 +57,14 @@ fn message(m: &Message, send_reasoning: bool) -> Value {
                 obj.insert("tool_calls".into(), calls.into());
             }
             if send_reasoning {
-                // DeepSeek's thinking mode rejects a tool-call turn without the field and
-                // ignores it elsewhere, so sending it keeps any recorded session continuable.
+                // DeepSeek's thinking mode rejects a stretch with tool calls whose assistant
+                // messages lack the field and ignores it elsewhere, so sending it (empty when
+                // none was recorded) keeps any recorded session continuable.
                 match reasoning {
                     Some(r) => {
                         obj.insert("reasoning_content".into(), r.clone().into());
                     }
-                    None if !tool_calls.is_empty() => {
+                    None if in_tool_span => {
                         obj.insert("reasoning_content".into(), "".into());
                     }
                     None => {}
@@ -65,12 +84,14 @@ pub fn encode_request(
 ) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), model.into());
+    let spans = tool_spans(&request.messages);
     body.insert(
         "messages".into(),
         request
             .messages
             .iter()
-            .map(|m| message(m, send_reasoning))
+            .zip(spans)
+            .map(|(m, in_tool_span)| message(m, send_reasoning, in_tool_span))
             .collect::<Vec<_>>()
             .into(),
     );
@@ -103,6 +124,8 @@ pub fn encode_request(
             body.insert("thinking".into(), json!({ "type": "disabled" }));
         }
         Some(effort) => {
+            // DeepSeek accepts low, high and max, and maps medium to high; thinking is on by
+            // default, so no effort sends nothing and leaves the server's default (high).
             let level = match effort {
                 ReasoningEffort::Low => "low",
                 ReasoningEffort::Medium => "medium",

@@ -4,7 +4,8 @@
 //! The only crate of the workspace with an HTTP client (architecture invariant 5).
 //!
 //! Invariants:
-//! - the decoder's output is identical for every split of the same response bytes;
+//! - the decoder's output is identical for every split of the same response bytes, and it
+//!   never holds more than one event's worth (16 MiB) of pending bytes;
 //! - tool-call fragments are reassembled by index (a new id at a reused index opens a new
 //!   call), renumbered densely, and their arguments concatenated byte-exact;
 //! - the API key never appears in `Debug` output, errors or logs.
@@ -13,12 +14,16 @@
 //!   model event was yielded; cancellation drops the response, closing the connection at once.
 #![deny(missing_docs)]
 
+mod body;
 mod config;
 mod decode;
 mod encode;
 mod model;
+mod sse;
+mod unknown_model;
 
+pub use body::decode_body;
 pub use config::{ApiKey, OpenAiConfig, OpenAiConfigError, RetryPolicy};
-pub use decode::{MAX_EVENT_BYTES, decode_body};
+pub use decode::MAX_EVENT_BYTES;
 pub use encode::{MaxTokensField, encode_request};
 pub use model::OpenAiModel;

@@ -15,8 +15,9 @@ use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use url::Url;
 
+use crate::body::{decode_body, excerpt};
 use crate::config::{OpenAiConfig, OpenAiConfigError, validate};
-use crate::decode::{decode_body, error_from};
+use crate::decode::error_from;
 use crate::encode::encode_request;
 
 /// The OpenAI-compatible model.
@@ -165,37 +166,6 @@ fn with_idle_timeout(
     })
 }
 
-/// A short, readable excerpt of an error body: an HTML page (a proxy's 502) by its title,
-/// anything else by its first 300 characters.
-fn excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let trimmed = text.trim();
-    let lower = trimmed.to_ascii_lowercase();
-    if lower.starts_with("<!doctype html") || lower.starts_with("<html") {
-        let title = lower
-            .find("<title>")
-            .and_then(|start| {
-                let from = start + "<title>".len();
-                lower[from..]
-                    .find("</title>")
-                    .map(|end| trimmed[from..from + end].trim())
-            })
-            .filter(|t| !t.is_empty());
-        return match title {
-            Some(title) => format!(
-                "an HTML error page: {}",
-                title.chars().take(200).collect::<String>()
-            ),
-            None => "an HTML error page".to_owned(),
-        };
-    }
-    let mut out: String = trimmed.chars().take(300).collect();
-    if trimmed.chars().count() > 300 {
-        out.push('…');
-    }
-    out
-}
-
 impl Inner {
     /// `error` with the API key (and `Bearer <key>`) replaced wherever the server echoed it.
     fn scrub(&self, mut error: ModelError) -> ModelError {
@@ -276,10 +246,11 @@ impl Inner {
             .unwrap_or("")
             .to_owned();
         // Media types are case-insensitive (`Text/Event-Stream` is an event stream).
-        let is_event_stream = content_type
-            .to_ascii_lowercase()
-            .starts_with("text/event-stream");
-        if !(200..300).contains(&status) || !is_event_stream {
+        let media = content_type.to_ascii_lowercase();
+        // A complete JSON answer to a streaming request is decoded, not thrown away.
+        let decodable =
+            media.starts_with("text/event-stream") || media.starts_with("application/json");
+        if !(200..300).contains(&status) || !decodable {
             let after = retry_after(response.headers());
             // A stalled error body must not hold a cancel for a whole idle timeout.
             let text = tokio::select! {
@@ -313,6 +284,14 @@ impl Inner {
                 .and_then(|m| m.as_str())
                 .map(str::to_owned)
                 .unwrap_or_else(|| excerpt(&text));
+            let message = crate::unknown_model::explain(
+                &self.config.model,
+                &self.config.base_url,
+                status,
+                code,
+                &message,
+            )
+            .unwrap_or(message);
             let error = ModelError {
                 kind,
                 message,

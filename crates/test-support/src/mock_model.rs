@@ -3,8 +3,9 @@
 //! request and when each connection closed — so a test can prove that a cancelled client
 //! really closed its connection.
 //!
-//! Simplification: every response carries `Connection: close`, so each request gets its own
-//! connection (the client's keep-alive pool is exercised only by reconnecting).
+//! Connections are kept alive as a real server keeps them: a response that ends normally
+//! leaves its connection open for the next request, and the server counts the connections it
+//! accepted, so a test can prove the client reuses them. A response can ask to close instead.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,6 +46,8 @@ pub struct MockResponse {
     delay_between: Duration,
     ending: Ending,
     hang_before_headers: bool,
+    close: bool,
+    trailing_delay: Duration,
 }
 
 impl MockResponse {
@@ -58,6 +61,8 @@ impl MockResponse {
             delay_between: Duration::ZERO,
             ending: Ending::Normal,
             hang_before_headers: false,
+            close: false,
+            trailing_delay: Duration::ZERO,
         }
     }
 
@@ -105,6 +110,18 @@ impl MockResponse {
         self
     }
 
+    /// Answers with `Connection: close` and closes after the body.
+    pub fn close_after(mut self) -> MockResponse {
+        self.close = true;
+        self
+    }
+
+    /// Waits before the body's final (empty) chunk, after everything else was written.
+    pub fn trailing_delay(mut self, delay: Duration) -> MockResponse {
+        self.trailing_delay = delay;
+        self
+    }
+
     /// Accepts the request and never answers.
     pub fn hang_before_headers(mut self) -> MockResponse {
         self.hang_before_headers = true;
@@ -127,6 +144,8 @@ pub struct Recorded {
     pub at: Instant,
     /// When the client closed the connection, once it did.
     pub closed: Option<Instant>,
+    /// Which accepted connection (counted from 0) carried it.
+    pub connection: usize,
 }
 
 impl Recorded {
@@ -149,6 +168,7 @@ struct Shared {
     responses: Mutex<Vec<MockResponse>>,
     requests: Mutex<Vec<Recorded>>,
     failures: Mutex<Vec<String>>,
+    connections: std::sync::atomic::AtomicUsize,
     changed: Notify,
 }
 
@@ -174,7 +194,10 @@ impl MockModelServer {
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(serve(stream, accept_shared.clone()));
+                let connection = accept_shared
+                    .connections
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(serve(stream, connection, accept_shared.clone()));
             }
         });
         MockModelServer {
@@ -187,6 +210,13 @@ impl MockModelServer {
     /// `http://127.0.0.1:<port>`.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// How many connections were accepted so far.
+    pub fn connections(&self) -> usize {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every request received so far.
@@ -244,49 +274,76 @@ impl Drop for MockModelServer {
     }
 }
 
-async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
-    let Some(request) = read_request(&mut stream).await else {
-        return;
-    };
-    let index = {
-        let mut requests = shared.requests.lock().unwrap();
-        requests.push(request);
-        requests.len() - 1
-    };
-    shared.changed.notify_waiters();
-    let response = shared.responses.lock().unwrap().pop();
-    let response = match response {
-        Some(r) => r,
-        None => {
-            let message = format!("mock: no response scripted for request #{}", index + 1);
-            shared.failures.lock().unwrap().push(message.clone());
-            MockResponse::status(500).body(message)
-        }
-    };
-    let closed = respond(&mut stream, &response).await;
-    if !closed {
-        // Wait for the client to close (EOF or reset), which is what cancellation tests watch.
-        let mut buf = [0u8; 1024];
-        loop {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+async fn serve(mut stream: TcpStream, connection: usize, shared: Arc<Shared>) {
+    let mut served = Vec::new();
+    // Requests follow one another on the connection until one side closes it.
+    while let Some(mut request) = read_request(&mut stream).await {
+        request.connection = connection;
+        let index = {
+            let mut requests = shared.requests.lock().unwrap();
+            requests.push(request);
+            requests.len() - 1
+        };
+        served.push(index);
+        shared.changed.notify_waiters();
+        let response = shared.responses.lock().unwrap().pop();
+        let response = match response {
+            Some(r) => r,
+            None => {
+                let message = format!("mock: no response scripted for request #{}", index + 1);
+                shared.failures.lock().unwrap().push(message.clone());
+                MockResponse::status(500).body(message).close_after()
+            }
+        };
+        match respond(&mut stream, &response).await {
+            After::Closed => break,
+            After::Open => {}
+            After::Hanging => {
+                // Wait for the client to close (EOF or reset), which cancellation tests watch.
+                let mut buf = [0u8; 1024];
+                loop {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+                break;
             }
         }
     }
-    if let Some(r) = shared.requests.lock().unwrap().get_mut(index) {
-        r.closed = Some(Instant::now());
+    let now = Instant::now();
+    let mut requests = shared.requests.lock().unwrap();
+    for index in served {
+        if let Some(r) = requests.get_mut(index) {
+            r.closed = Some(now);
+        }
     }
+    drop(requests);
     shared.changed.notify_waiters();
 }
 
-/// Writes the response; returns true when the server closed the connection itself.
-async fn respond(stream: &mut TcpStream, response: &MockResponse) -> bool {
+/// What the connection is after a response.
+enum After {
+    /// The server closed it (or writing failed).
+    Closed,
+    /// Ready for the next request.
+    Open,
+    /// The response hangs; only the client can end it.
+    Hanging,
+}
+
+/// Writes the response.
+async fn respond(stream: &mut TcpStream, response: &MockResponse) -> After {
     if response.hang_before_headers {
-        return false;
+        return After::Hanging;
     }
+    let connection = if response.close {
+        "close"
+    } else {
+        "keep-alive"
+    };
     let mut head = format!(
-        "HTTP/1.1 {} Mock\r\nconnection: close\r\ntransfer-encoding: chunked\r\n",
+        "HTTP/1.1 {} Mock\r\nconnection: {connection}\r\ntransfer-encoding: chunked\r\n",
         response.status
     );
     for (name, value) in &response.headers {
@@ -294,7 +351,7 @@ async fn respond(stream: &mut TcpStream, response: &MockResponse) -> bool {
     }
     head.push_str("\r\n");
     if stream.write_all(head.as_bytes()).await.is_err() {
-        return true;
+        return After::Closed;
     }
     let body = &response.body;
     let pieces: Vec<&[u8]> = match response.split {
@@ -311,20 +368,28 @@ async fn respond(stream: &mut TcpStream, response: &MockResponse) -> bool {
         }
         let chunk = [format!("{:x}\r\n", piece.len()).as_bytes(), piece, b"\r\n"].concat();
         if stream.write_all(&chunk).await.is_err() || stream.flush().await.is_err() {
-            return true;
+            return After::Closed;
         }
     }
     match response.ending {
         Ending::Normal => {
-            let _ = stream.write_all(b"0\r\n\r\n").await;
-            let _ = stream.shutdown().await;
-            true
+            if !response.trailing_delay.is_zero() {
+                tokio::time::sleep(response.trailing_delay).await;
+            }
+            if stream.write_all(b"0\r\n\r\n").await.is_err() {
+                return After::Closed;
+            }
+            if response.close {
+                let _ = stream.shutdown().await;
+                return After::Closed;
+            }
+            After::Open
         }
         Ending::Close => {
             let _ = stream.shutdown().await;
-            true
+            After::Closed
         }
-        Ending::Hang => false,
+        Ending::Hang => After::Hanging,
     }
 }
 
@@ -370,5 +435,6 @@ async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
         body,
         at: Instant::now(),
         closed: None,
+        connection: 0,
     })
 }

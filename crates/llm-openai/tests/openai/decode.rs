@@ -49,7 +49,7 @@ async fn decode(name: &str) -> Vec<Item> {
     decode_split(&fixture(name), &[]).await
 }
 
-fn texts(items: &[Item]) -> String {
+pub(crate) fn texts(items: &[Item]) -> String {
     items
         .iter()
         .filter_map(|i| match i {

@@ -78,7 +78,7 @@ fn the_body_matches_the_wire_format() {
                 ]},
                 {"role": "tool", "tool_call_id": "a", "content": "x y"},
                 {"role": "tool", "tool_call_id": "b", "content": "ok"},
-                {"role": "assistant", "content": "Two files."}
+                {"role": "assistant", "content": "Two files.", "reasoning_content": ""}
             ],
             "stream": true,
             "stream_options": {"include_usage": true},
@@ -102,14 +102,24 @@ fn the_body_matches_the_wire_format() {
 }
 
 #[test]
-fn an_unreasoned_tool_call_turn_sends_empty_reasoning() {
+fn every_assistant_message_of_a_stretch_with_tool_calls_carries_reasoning() {
     let mut request = conversation();
     if let Message::Assistant { reasoning, .. } = &mut request.messages[2] {
         *reasoning = None;
     }
+    // A later stretch without tool calls sends no reasoning it does not have.
+    request.messages.push(Message::User {
+        content: "thanks".into(),
+    });
+    request.messages.push(Message::Assistant {
+        content: "welcome".into(),
+        reasoning: None,
+        tool_calls: vec![],
+    });
     let body = encode_request("m", &request, true, MaxTokensField::MaxTokens);
     assert_eq!(body["messages"][2]["reasoning_content"], "");
-    assert!(body["messages"][5].get("reasoning_content").is_none());
+    assert_eq!(body["messages"][5]["reasoning_content"], "");
+    assert!(body["messages"][7].get("reasoning_content").is_none());
 }
 
 #[test]

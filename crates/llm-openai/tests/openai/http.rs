@@ -13,7 +13,7 @@ use futures::StreamExt;
 
 const KEY: &str = "sk-test-secret-123";
 
-fn config(server: &MockModelServer) -> OpenAiConfig {
+pub(crate) fn config(server: &MockModelServer) -> OpenAiConfig {
     let mut config = OpenAiConfig::deepseek(Some(ApiKey::new(KEY)));
     config.base_url = format!("{}/v1", server.base_url());
     config.retry = RetryPolicy {
@@ -26,7 +26,7 @@ fn config(server: &MockModelServer) -> OpenAiConfig {
     config
 }
 
-fn request() -> ModelRequest {
+pub(crate) fn request() -> ModelRequest {
     ModelRequest {
         messages: vec![Message::User {
             content: "hi".into(),

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod answers;
 mod decode;
 mod encode;
+mod hostile;
 mod http;
