@@ -18,39 +18,73 @@ pub enum Record {
 
 /// Reads the next record and its length in bytes (including the `\n`); `None` at the end.
 pub fn next_record(reader: &mut impl BufRead) -> io::Result<Option<(Record, u64)>> {
-    let mut line = Vec::new();
+    // No shared buffer: every line gets its own allocation.
+    let mut none = Vec::new();
+    Ok(next_into(reader, &mut none)?.map(|(slot, len)| {
+        let record = match slot {
+            Slot::Line(_) => Record::Line(Vec::new()),
+            Slot::Owned(line) => Record::Line(line),
+            Slot::TooLong => Record::TooLong,
+            Slot::Incomplete => Record::Incomplete,
+        };
+        (record, len)
+    }))
+}
+
+/// One physical record, its bytes in a shared batch buffer when they fit there.
+enum Slot {
+    /// A `\n`-terminated line whose bytes are in the batch buffer.
+    Line(std::ops::Range<usize>),
+    /// A `\n`-terminated line too big for what the batch buffer had left.
+    Owned(Vec<u8>),
+    TooLong,
+    Incomplete,
+}
+
+/// Appends the next record's bytes to `buf` while they fit in its capacity, so a batch of
+/// records shares one allocation that never grows; a record that does not fit gets its own.
+/// Returns where the bytes are and the record's length (including the `\n`).
+fn next_into(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Option<(Slot, u64)>> {
+    let start = buf.len();
+    let mut own: Option<Vec<u8>> = None;
     let mut consumed = 0u64;
     let mut too_long = false;
     loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(match (consumed, too_long) {
-                (0, _) => None,
-                (_, _) => Some((Record::Incomplete, consumed)),
-            });
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            buf.truncate(start);
+            return Ok((consumed > 0).then_some((Slot::Incomplete, consumed)));
         }
-        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
+        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
         };
         if !too_long {
-            if line.len() + chunk.len() > MAX_EVENT_BYTES {
+            let held = own.as_ref().map_or(buf.len() - start, Vec::len);
+            if held + part.len() > MAX_EVENT_BYTES {
                 too_long = true;
-                line = Vec::new();
+                buf.truncate(start);
+                own = None;
+            } else if let Some(own) = own.as_mut() {
+                own.extend_from_slice(part);
+            } else if buf.len() + part.len() > buf.capacity() {
+                let mut moved = buf.split_off(start);
+                moved.extend_from_slice(part);
+                own = Some(moved);
             } else {
-                line.extend_from_slice(chunk);
+                buf.extend_from_slice(part);
             }
         }
-        let used = done.unwrap_or(buf.len());
+        let used = done.unwrap_or(chunk.len());
         consumed += used as u64;
         reader.consume(used);
         if done.is_some() {
-            let record = if too_long {
-                Record::TooLong
-            } else {
-                Record::Line(line)
+            let slot = match (too_long, own) {
+                (true, _) => Slot::TooLong,
+                (false, Some(own)) => Slot::Owned(own),
+                (false, None) => Slot::Line(start..buf.len()),
             };
-            return Ok(Some((record, consumed)));
+            return Ok(Some((slot, consumed)));
         }
     }
 }
@@ -101,13 +135,15 @@ pub fn analyse(reader: &mut impl BufRead, offset: u64) -> io::Result<Analysis> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     let mut offset = offset;
     let mut line_no = 1u64;
-    let mut batch: Vec<(Record, u64)> = Vec::new();
+    let mut batch: Vec<(Slot, u64)> = Vec::new();
+    let mut bytes: Vec<u8> = Vec::with_capacity(BATCH_BYTES as usize);
     let mut at_end = false;
     while !at_end {
         batch.clear();
+        bytes.clear();
         let mut batch_bytes = 0u64;
         while batch.len() < BATCH_RECORDS && batch_bytes < BATCH_BYTES {
-            match next_record(reader)? {
+            match next_into(reader, &mut bytes)? {
                 Some(item) => {
                     batch_bytes += item.1;
                     batch.push(item);
@@ -118,10 +154,10 @@ pub fn analyse(reader: &mut impl BufRead, offset: u64) -> io::Result<Analysis> {
                 }
             }
         }
-        let decoded = decode_all(&batch, workers);
-        for ((record, len), decoded) in batch.iter().zip(decoded) {
+        let decoded = decode_all(&batch, &bytes, workers);
+        for ((slot, len), decoded) in batch.iter().zip(decoded) {
             line_no += 1;
-            judge(&mut analysis, record, decoded, line_no, offset, *len);
+            judge(&mut analysis, slot, decoded, line_no, offset, *len);
             offset += *len;
         }
     }
@@ -132,26 +168,37 @@ pub fn analyse(reader: &mut impl BufRead, offset: u64) -> io::Result<Analysis> {
 const BATCH_RECORDS: usize = 8192;
 const BATCH_BYTES: u64 = 8 << 20;
 
-fn decode_one(record: &Record) -> Result<Arc<SessionEvent>, String> {
-    match record {
-        Record::Line(bytes) => SessionEvent::decode(bytes).map(Arc::new).map_err(|e| e.0),
-        Record::TooLong => Err(format!("line longer than {MAX_EVENT_BYTES} bytes")),
-        Record::Incomplete => Err("incomplete final line".into()),
+fn decode_one(slot: &Slot, bytes: &[u8]) -> Result<Arc<SessionEvent>, String> {
+    match slot {
+        Slot::Line(range) => bytes
+            .get(range.clone())
+            .ok_or_else(|| "a record outside its batch".to_owned())
+            .and_then(|line| SessionEvent::decode(line).map(Arc::new).map_err(|e| e.0)),
+        Slot::Owned(line) => SessionEvent::decode(line).map(Arc::new).map_err(|e| e.0),
+        Slot::TooLong => Err(format!("line longer than {MAX_EVENT_BYTES} bytes")),
+        Slot::Incomplete => Err("incomplete final line".into()),
     }
 }
 
 /// Decodes every record in order, split across `workers` threads when it is worth it.
-fn decode_all(records: &[(Record, u64)], workers: usize) -> Vec<Result<Arc<SessionEvent>, String>> {
+fn decode_all(
+    records: &[(Slot, u64)],
+    bytes: &[u8],
+    workers: usize,
+) -> Vec<Result<Arc<SessionEvent>, String>> {
     if workers < 2 || records.len() < 256 {
-        return records.iter().map(|(r, _)| decode_one(r)).collect();
+        return records.iter().map(|(r, _)| decode_one(r, bytes)).collect();
     }
     let per = records.len().div_ceil(workers);
     std::thread::scope(|scope| {
         let parts: Vec<_> = records
             .chunks(per)
             .map(|part| {
-                let handle = scope
-                    .spawn(move || part.iter().map(|(r, _)| decode_one(r)).collect::<Vec<_>>());
+                let handle = scope.spawn(move || {
+                    part.iter()
+                        .map(|(r, _)| decode_one(r, bytes))
+                        .collect::<Vec<_>>()
+                });
                 (part.len(), handle)
             })
             .collect();
@@ -171,19 +218,19 @@ fn decode_all(records: &[(Record, u64)], workers: usize) -> Vec<Result<Arc<Sessi
 /// One record's part of the verdict.
 fn judge(
     analysis: &mut Analysis,
-    record: &Record,
+    record: &Slot,
     decoded: Result<Arc<SessionEvent>, String>,
     line_no: u64,
     offset: u64,
     len: u64,
 ) {
     {
-        if let (Record::Line(_), Ok(event)) = (record, &decoded)
+        if let (Slot::Line(_) | Slot::Owned(_), Ok(event)) = (record, &decoded)
             && event.kind.as_str() == EventType::TURN_END
         {
             analysis.last_turn_end = Some(line_no);
         }
-        if let (Record::Line(_), Ok(event)) = (record, &decoded)
+        if let (Slot::Line(_) | Slot::Owned(_), Ok(event)) = (record, &decoded)
             && event.kind.as_str() == EventType::TURN_START
             && !turn_start_is_closable(event)
             && analysis.invalid.is_none()

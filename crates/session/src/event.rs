@@ -155,6 +155,29 @@ impl<'de> Deserialize<'de> for SessionEvent {
 
 struct EnvelopeVisitor;
 
+/// How many distinct type names each decoding thread remembers.
+const RECENT_TYPES: usize = 32;
+
+thread_local! {
+    static RECENT: std::cell::RefCell<Vec<EventType>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `EventType::new(name)`, sharing one allocation per name per thread: a log holds a handful
+/// of types over many thousands of records, and a cold load decodes them all.
+fn interned(name: &str) -> Result<EventType, SessionError> {
+    RECENT.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if let Some(kind) = recent.iter().find(|k| k.as_str() == name) {
+            return Ok(kind.clone());
+        }
+        let kind = EventType::new(name)?;
+        if recent.len() < RECENT_TYPES {
+            recent.push(kind.clone());
+        }
+        Ok(kind)
+    })
+}
+
 impl<'de> Visitor<'de> for EnvelopeVisitor {
     type Value = SessionEvent;
 
@@ -178,7 +201,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                 "type" if kind.is_some() => return Err(twice("type")),
                 "type" => {
                     let name = map.next_value::<std::borrow::Cow<'de, str>>()?;
-                    kind = Some(EventType::new(&name).map_err(de::Error::custom)?);
+                    kind = Some(interned(&name).map_err(de::Error::custom)?);
                 }
                 "time" if time.is_some() => return Err(twice("time")),
                 "time" => time = Some(map.next_value()?),
