@@ -1,7 +1,130 @@
 //! Seam role: support — the workspace end-to-end suites: they drive the built `dsh` binary over
-//! stdio, with real bash processes, real files in temporary directories, a real HTTP server
-//! speaking the model wire format and an official ACP client as the peer.
+//! stdio, with real bash processes, real files in temporary directories and a real HTTP server
+//! speaking the model wire format.
 //!
-//! Status: empty until the binary has commands to drive; the suites arrive with the
-//! command-line and ACP issues. No test here pretends to cover what does not exist yet.
+//! Every run gets a clean environment: a temporary `HOME`, no inherited `DSH_*`, XDG or key
+//! variables, so a developer's own configuration or key can never leak into a test.
 #![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The `dsh` binary of this build, built once per test process so it is never stale.
+pub fn binary() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "dsh", "--bin", "dsh"])
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "building the dsh binary failed"
+        );
+        // …/target/<profile>/deps/<test> → …/target/<profile>/dsh
+        let exe = std::env::current_exe().unwrap_or_default();
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        profile_dir.join("dsh")
+    })
+}
+
+/// A sandbox for one test: a home, a data directory and a working directory.
+pub struct Sandbox {
+    /// Holds everything; removed on drop.
+    pub root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// A fresh sandbox with an empty working directory.
+    pub fn new() -> Sandbox {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        for dir in ["home", "work"] {
+            std::fs::create_dir_all(root.path().join(dir))
+                .unwrap_or_else(|e| panic!("mkdir {dir}: {e}"));
+        }
+        Sandbox { root }
+    }
+
+    /// The working directory commands run in.
+    pub fn work(&self) -> PathBuf {
+        self.root.path().join("work")
+    }
+
+    /// `--data-dir` of every run.
+    pub fn data(&self) -> PathBuf {
+        self.root.path().join("data")
+    }
+
+    /// `dsh <args>` in the working directory, with a clean environment and the sandbox's
+    /// data directory.
+    pub fn dsh<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = Command::new(binary());
+        command
+            .current_dir(self.work())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.root.path().join("home"))
+            .env("DSH_DATA_DIR", self.data())
+            .env("TERM", "dumb")
+            .args(args)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Every session log under the data directory.
+    pub fn logs(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let Ok(projects) = std::fs::read_dir(self.data().join("sessions")) else {
+            return found;
+        };
+        for project in projects.flatten() {
+            for file in std::fs::read_dir(project.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if file.path().extension().is_some_and(|e| e == "jsonl") {
+                    found.push(file.path());
+                }
+            }
+        }
+        found
+    }
+}
+
+impl Default for Sandbox {
+    fn default() -> Sandbox {
+        Sandbox::new()
+    }
+}
+
+/// Runs `command` to completion, feeding `stdin`.
+pub fn run_with_stdin(mut command: Command, stdin: &[u8]) -> Output {
+    use std::io::Write;
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn dsh: {e}"));
+    if let Some(mut input) = child.stdin.take() {
+        // A refused oversized prompt may close stdin early; that is not a test failure.
+        let _ = input.write_all(stdin);
+    }
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait for dsh: {e}"))
+}
+
+/// The text of an output stream.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

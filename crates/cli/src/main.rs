@@ -1,20 +1,67 @@
-//! Seam role: root — the `dsh` binary: reads configuration, picks one provider per seam, loads
-//! the plugins in order and runs a front end (`dsh run`, `dsh acp`, `dsh sessions`).
+//! Seam role: root — the `dsh` binary: reads the settings, picks one provider per seam, loads
+//! the plugins in order and runs a front end (`dsh run`).
 //!
 //! The only crate besides the test suites that names providers (architecture invariant 4), and
 //! the only one whose human output may go to stdout (invariant 6). It exits by shutting the
 //! runtime down, so every session log is closed on every exit path except SIGKILL.
 //!
-//! Status: the command-line interface is not implemented yet. Until its issue lands, every
-//! invocation reports that plainly on stderr and exits with status 2.
+//! Status: `dsh run` works offline (`--replay`) and against an OpenAI-compatible server;
+//! `dsh sessions`, `dsh config`, `dsh models`, configuration files and `dsh acp` are not
+//! there yet, and clap reports them as unknown commands.
+
+mod args;
+mod compose;
+mod exit;
+mod model;
+mod prompt;
+mod render;
+mod run;
+mod settings;
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
 fn main() -> ExitCode {
-    eprintln!(
-        "dsh {}: unsupported: no command is available yet; `dsh run`, `dsh acp` and \
-         `dsh sessions` arrive with the command-line issue",
-        env!("CARGO_PKG_VERSION")
-    );
-    ExitCode::from(2)
+    // clap answers --help and --version before any other work.
+    let cli = Cli::parse();
+    init_logs(cli.global.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let status = runtime.block_on(async {
+        match &cli.command {
+            Command::Run(args) => run::run(&cli.global, args).await,
+        }
+    });
+    // Tool processes were ended by the shutdown; nothing left should hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    ExitCode::from(status)
+}
+
+/// Logs go to stderr: `DSH_LOG` when set, else `warn` raised by each `-v`.
+fn init_logs(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("DSH_LOG") {
+        Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
+        _ => EnvFilter::new(match verbose {
+            0 => "warn",
+            1 => "debug",
+            _ => "trace",
+        }),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

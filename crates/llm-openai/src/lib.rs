@@ -19,6 +19,7 @@ mod config;
 mod decode;
 mod encode;
 mod model;
+mod plugin;
 mod sse;
 mod unknown_model;
 
@@ -27,3 +28,4 @@ pub use config::{ApiKey, OpenAiConfig, OpenAiConfigError, RetryPolicy};
 pub use decode::MAX_EVENT_BYTES;
 pub use encode::{MaxTokensField, encode_request};
 pub use model::OpenAiModel;
+pub use plugin::OpenAiPlugin;

@@ -18,7 +18,9 @@
 
 mod convert;
 mod model;
+mod plugin;
 mod script;
 
 pub use model::ReplayModel;
+pub use plugin::ReplayPlugin;
 pub use script::{Ending, Entry, Item, ItemKind, Matcher, ReplayScript, ScriptError};

@@ -33,6 +33,7 @@ mod id;
 mod observer;
 mod payload;
 mod persistence;
+mod plugin;
 pub mod repair;
 mod session;
 mod store;
@@ -52,6 +53,7 @@ pub use persistence::{
     CloseIntent, ListQuery, LoadedSession, Origin, PersistenceError, RepairReport, SessionListing,
     SessionLocation, SessionPersistence, SessionSummary, SkippedLog, StoreRevision,
 };
+pub use plugin::SessionStorePlugin;
 pub use session::{Restored, Session, SessionState};
 pub use store::{SessionSpec, SessionStore};
 pub use vocabulary::{EventClass, EventVocabulary};

@@ -1,0 +1,103 @@
+//! The command line, parsed by clap. Only shapes are checked here; what the values mean
+//! (a script name, a URL, a session id) is checked after parsing, with the exit codes the
+//! README documents.
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// `dsh <semver> (<git hash>)`, answered by clap before any other work.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("DSH_GIT_HASH"), ")");
+
+/// dsh: a model in a loop with bash, every session kept as a durable log.
+#[derive(Debug, Parser)]
+#[command(name = "dsh", version = VERSION, about, long_about = None)]
+pub struct Cli {
+    /// Options every command shares.
+    #[command(flatten)]
+    pub global: Global,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command shares.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Where sessions are kept (default: $XDG_DATA_HOME/dsh).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The model name the server is asked for.
+    #[arg(long, global = true, value_name = "M")]
+    pub model: Option<String>,
+    /// An OpenAI-compatible API (default: https://api.deepseek.com).
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// How hard a thinking model thinks.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub reasoning: Option<Reasoning>,
+    /// The model's output token limit.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_tokens: Option<NonZeroU32>,
+    /// A scripted offline model: a built-in name (`demo`) or a script file.
+    #[arg(long, global = true, value_name = "SCRIPT")]
+    pub replay: Option<String>,
+    /// More log output on stderr (-v debug, -vv trace); ignored when DSH_LOG is set.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one turn: send a prompt, let the model use bash, print the answer.
+    Run(RunArgs),
+}
+
+/// `dsh run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The prompt; `-` reads stdin. Without it, piped stdin or the replay script's prompt.
+    pub prompt: Option<String>,
+    /// Resume a stored session (its full id) and append one turn.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// One JSON object per line on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Model calls per turn, 1..=10000 (default 50).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_steps: Option<u32>,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set or TERM is dumb.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// `--reasoning`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Reasoning {
+    /// The server's default.
+    Default,
+    /// Thinking off.
+    Off,
+    /// Little.
+    Low,
+    /// Some.
+    Medium,
+    /// Much.
+    High,
+    /// The most the model offers.
+    Max,
+}

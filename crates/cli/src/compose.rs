@@ -1,0 +1,93 @@
+//! The composition root: the one place that names providers. Plugins load in dependency
+//! order — persistence, the session store with its bridge, the model, the shell executor, the
+//! tool registry and the bash tools, the agent loop — and the front end runs on the root scope.
+//! Every exit path but SIGKILL ends in `Runtime::shutdown`, which disposes in reverse order,
+//! so every session log is closed.
+
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_agent::AgentOptions;
+use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
+use dsh_kernel::{Plugin, Runtime};
+use dsh_session::SessionStorePlugin;
+use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
+use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
+use dsh_tool_bash::BashToolsPlugin;
+use dsh_tools::ToolRegistryPlugin;
+
+use crate::exit::Failure;
+use crate::settings::Settings;
+
+/// Builds the runtime with every plugin loaded, the model from `model`.
+pub async fn compose(
+    settings: &Settings,
+    sessions: &Path,
+    model: Box<dyn Plugin>,
+) -> Result<Arc<Runtime>, Failure> {
+    let runtime = Arc::new(Runtime::new());
+    let loaded = load_all(&runtime, settings, sessions, model).await;
+    if let Err(failure) = loaded {
+        runtime.shutdown().await;
+        return Err(failure);
+    }
+    Ok(runtime)
+}
+
+async fn load_all(
+    runtime: &Runtime,
+    settings: &Settings,
+    sessions: &Path,
+    model: Box<dyn Plugin>,
+) -> Result<(), Failure> {
+    let failed = |what: &str, e: dsh_kernel::KernelError| {
+        Failure::internal(format!("cannot start {what}: {e}"))
+    };
+    runtime
+        .load(JsonlPlugin {
+            config: JsonlConfig::new(sessions),
+        })
+        .await
+        .map_err(|e| failed("the session log", e))?;
+    runtime
+        .load(SessionStorePlugin)
+        .await
+        .map_err(|e| failed("the session store", e))?;
+    runtime
+        .load(model)
+        .await
+        .map_err(|e| failed("the model", e))?;
+    runtime
+        .load(ShellLocalPlugin::new(LocalShellConfig::default()))
+        .await
+        .map_err(|e| failed("the shell", e))?;
+    runtime
+        .load(ToolRegistryPlugin)
+        .await
+        .map_err(|e| failed("the tool registry", e))?;
+    runtime
+        .load(BashToolsPlugin::default())
+        .await
+        .map_err(|e| failed("the bash tools", e))?;
+    let config = LoopConfig {
+        defaults: options(settings),
+        ..LoopConfig::default()
+    };
+    runtime
+        .load(AgentLoopPlugin::new(config))
+        .await
+        .map_err(|e| failed("the agent loop", e))?;
+    Ok(())
+}
+
+fn options(settings: &Settings) -> AgentOptions {
+    let mut options = AgentOptions::default();
+    options.max_output_tokens = settings.max_tokens;
+    options.temperature = settings.temperature;
+    options.reasoning = settings.reasoning;
+    if let Some(steps) = settings.max_steps.and_then(NonZeroU32::new) {
+        options.max_steps = steps;
+    }
+    options
+}

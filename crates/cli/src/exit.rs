@@ -1,0 +1,67 @@
+//! Exit statuses: one total function from how a turn ended, and the failures that end dsh
+//! before a turn starts.
+
+use dsh_agent::{TurnEndReason, TurnOutcome};
+
+/// A usage error: a missing or malformed prompt.
+pub const USAGE: u8 = 2;
+/// A configuration error: environment, key, replay script.
+pub const CONFIG: u8 = 6;
+/// Ctrl-C.
+pub const INTERRUPTED: u8 = 130;
+/// Stdout was closed under dsh (`| head`).
+pub const STDOUT_CLOSED: u8 = 141;
+
+/// Why dsh stopped before (or instead of) a turn, and with which status.
+#[derive(Debug)]
+pub struct Failure {
+    pub status: u8,
+    /// A stable code for `--json`'s `error` line.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn config(message: impl Into<String>) -> Failure {
+        Failure {
+            status: CONFIG,
+            code: "config",
+            message: message.into(),
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure {
+            status: USAGE,
+            code: "usage",
+            message: message.into(),
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Failure {
+        Failure {
+            status: 1,
+            code: "internal",
+            message: message.into(),
+        }
+    }
+}
+
+/// The status of a turn's outcome: 0 completed, 3 out of tokens, 4 refused, 5 out of steps,
+/// 130 cancelled, 1 for a failure and for any end this dsh does not know.
+pub fn for_outcome(outcome: &TurnOutcome) -> u8 {
+    match outcome {
+        TurnOutcome::Ended { reason, .. } => match reason {
+            TurnEndReason::Completed => 0,
+            TurnEndReason::MaxTokens => 3,
+            TurnEndReason::Refusal => 4,
+            TurnEndReason::MaxSteps => 5,
+            TurnEndReason::Aborted { .. } | TurnEndReason::Interrupted => INTERRUPTED,
+            _ => 1,
+        },
+        TurnOutcome::Discarded { .. } => INTERRUPTED,
+        TurnOutcome::Failed { .. } => 1,
+        #[allow(unreachable_patterns)]
+        _ => 1,
+    }
+}

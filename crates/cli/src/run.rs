@@ -1,0 +1,318 @@
+//! `dsh run`: one prompt, one turn, then an orderly shutdown.
+//!
+//! Order matters for the user's data: everything that can be refused (settings, model, key,
+//! prompt) is checked before the sessions directory or a session is created, and every path
+//! after composition ends in `Runtime::shutdown`, so the log is closed however the turn ends.
+
+use std::io::IsTerminal;
+use std::os::unix::fs::DirBuilderExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_agent::{
+    AgentHandle, AgentRegistry, CancelCause, CreateAgent, ResumeAgent, TurnOutcome, UserMessage,
+};
+use dsh_kernel::Runtime;
+use dsh_session::{Interest, SessionId, SessionStore, TurnEndReason};
+use dsh_shell_local::LocalShellExecutor;
+use serde_json::json;
+
+use crate::args::{ColorChoice, Global, RunArgs};
+use crate::exit::{self, Failure};
+use crate::model;
+use crate::render::{Renderer, View};
+use crate::settings::Settings;
+
+/// How long a forced teardown (second Ctrl-C, SIGTERM) may take.
+const FORCED_TEARDOWN: Duration = Duration::from_secs(2);
+
+/// Runs `dsh run`; returns the exit status.
+pub async fn run(global: &Global, args: &RunArgs) -> u8 {
+    let view = view_for(args);
+    match prepare(global, args).await {
+        Ok(prepared) => execute(prepared, view).await,
+        Err(failure) => report(&failure, view),
+    }
+}
+
+fn view_for(args: &RunArgs) -> View {
+    if args.json {
+        return View::Json;
+    }
+    let terminal = std::io::stdout().is_terminal();
+    let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && !no_color && !dumb,
+    };
+    View::Human {
+        color,
+        split: !terminal,
+    }
+}
+
+/// Prints a failure that ended dsh before a turn; returns its status.
+pub fn report(failure: &Failure, view: View) -> u8 {
+    if view == View::Json {
+        let line = json!({"type": "error", "code": failure.code, "message": failure.message});
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+    eprintln!("error: {}", failure.message);
+    failure.status
+}
+
+struct Prepared {
+    settings: Settings,
+    chosen: model::Chosen,
+    prompt: String,
+    session: Option<SessionId>,
+}
+
+async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
+    let settings = Settings::resolve(global, args.max_steps)?;
+    if settings.replay.is_some() && global.model.is_some() {
+        eprintln!("warning: --model is ignored with --replay");
+    }
+    let chosen = model::choose(&settings)?;
+    let session = match &args.session {
+        Some(id) => Some(
+            SessionId::parse(id).map_err(|e| Failure::usage(format!("--session {id:?}: {e}")))?,
+        ),
+        None => None,
+    };
+    let prompt = crate::prompt::resolve(args.prompt.as_deref(), chosen.script_prompt.as_deref())?;
+    Ok(Prepared {
+        settings,
+        chosen,
+        prompt,
+        session,
+    })
+}
+
+async fn execute(prepared: Prepared, view: View) -> u8 {
+    let sessions = prepared.settings.sessions_dir();
+    if let Err(e) = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&sessions)
+    {
+        return report(
+            &Failure::internal(format!("cannot create {}: {e}", sessions.display())),
+            view,
+        );
+    }
+    let replay = prepared.chosen.replay.clone();
+    let label = prepared.chosen.label.clone();
+    let runtime = match crate::compose::compose(
+        &prepared.settings,
+        &sessions,
+        prepared.chosen.plugin,
+    )
+    .await
+    {
+        Ok(runtime) => runtime,
+        Err(failure) => return report(&failure, view),
+    };
+    let status = turn(
+        &runtime,
+        &prepared.prompt,
+        prepared.session,
+        view,
+        &label,
+        &sessions,
+    )
+    .await;
+    runtime.shutdown().await;
+    if let Some(replay) = replay {
+        let unused = replay.unused_entries().len();
+        if unused > 0 {
+            eprintln!("replay: {unused} entries unused");
+        }
+    }
+    status
+}
+
+async fn start(
+    runtime: &Runtime,
+    session: Option<SessionId>,
+) -> Result<(AgentHandle, bool), Failure> {
+    let registry = runtime
+        .scope()
+        .require::<dyn AgentRegistry>()
+        .map_err(|e| Failure::internal(format!("no agent service: {e}")))?;
+    let owner = runtime.scope().clone();
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::internal(format!("cannot read the working directory: {e}")))?;
+    match session {
+        Some(id) => registry
+            .resume(ResumeAgent::new(owner, id.clone()))
+            .await
+            .map(|h| (h, true))
+            .map_err(|e| Failure::internal(format!("cannot resume session {id}: {e}"))),
+        None => registry
+            .create(CreateAgent::new(owner).with_cwd(cwd))
+            .await
+            .map(|h| (h, false))
+            .map_err(|e| Failure::internal(format!("cannot create a session: {e}"))),
+    }
+}
+
+async fn turn(
+    runtime: &Arc<Runtime>,
+    prompt: &str,
+    session: Option<SessionId>,
+    view: View,
+    label: &str,
+    sessions: &std::path::Path,
+) -> u8 {
+    let (handle, resumed) = match start(runtime, session).await {
+        Ok(started) => started,
+        Err(failure) => return report(&failure, view),
+    };
+    let agent = handle.agent().clone();
+    let id = agent.id().clone();
+    let renderer = Renderer::new(view);
+    let subscribed = runtime
+        .scope()
+        .require::<SessionStore>()
+        .map_err(|e| e.to_string())
+        .and_then(|store| {
+            store
+                .subscribe(
+                    runtime.scope(),
+                    Interest::Session(id.clone()),
+                    renderer.clone(),
+                )
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = subscribed {
+        handle.dispose().await;
+        return report(
+            &Failure::internal(format!("cannot watch the session: {e}")),
+            view,
+        );
+    }
+    let how = if resumed { "resumed" } else { "new" };
+    eprintln!("dsh · session {id} ({how}) · {label}");
+    if view == View::Json {
+        renderer.json_line(&json!({
+            "type": "session",
+            "schema_version": 1,
+            "session_id": id.to_string(),
+            "resumed": resumed,
+            "model": label,
+            "data_dir": sessions.parent().map(|p| p.display().to_string()),
+        }));
+    }
+    let ticket = match agent.send(UserMessage::user(prompt)) {
+        Ok(ticket) => ticket,
+        Err(e) => {
+            handle.dispose().await;
+            return report(
+                &Failure::usage(format!("the prompt was refused: {e}")),
+                view,
+            );
+        }
+    };
+    let mut outcome = Box::pin(ticket.outcome());
+    let mut interrupts = 0u32;
+    let forced: Option<u8>;
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut outcome => { forced = None; break Some(outcome) },
+            _ = tokio::signal::ctrl_c() => {
+                interrupts += 1;
+                if interrupts == 1 {
+                    eprintln!("^C cancelling… (Ctrl-C again to quit now)");
+                    agent.cancel(CancelCause::User);
+                } else {
+                    forced = Some(exit::INTERRUPTED);
+                    break None;
+                }
+            }
+            () = renderer.closed.notified() => {
+                agent.cancel(CancelCause::User);
+                let _ = (&mut outcome).await;
+                forced = Some(exit::STDOUT_CLOSED);
+                break None;
+            }
+        }
+    };
+    if let Some(status) = forced {
+        force_teardown(runtime, &handle).await;
+        return status;
+    }
+    handle.dispose().await;
+    let Some(outcome) = outcome else {
+        return 1;
+    };
+    finish(&renderer, &outcome, view, &id);
+    if renderer
+        .stdout_closed
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return exit::STDOUT_CLOSED;
+    }
+    exit::for_outcome(&outcome)
+}
+
+/// Kills every tool process group at once, then disposes with a bound.
+async fn force_teardown(runtime: &Runtime, handle: &AgentHandle) {
+    if let Ok(executor) = runtime.scope().require::<LocalShellExecutor>() {
+        executor.kill_all().await;
+    }
+    let _ = tokio::time::timeout(FORCED_TEARDOWN, handle.dispose()).await;
+}
+
+fn reason_text(reason: &TurnEndReason) -> String {
+    match reason {
+        TurnEndReason::Completed => "completed".into(),
+        TurnEndReason::MaxTokens => "stopped at the output token limit".into(),
+        TurnEndReason::MaxSteps => "stopped at the step limit".into(),
+        TurnEndReason::Refusal => "the model refused".into(),
+        TurnEndReason::Aborted { .. } => "cancelled".into(),
+        TurnEndReason::Error { failure } => {
+            format!("error: {} ({})", failure.message, failure.code)
+        }
+        TurnEndReason::Interrupted => "interrupted".into(),
+        _ => "ended".into(),
+    }
+}
+
+fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId) {
+    let (steps, input, output, cache) = renderer.totals();
+    let (turn, reason) = match outcome {
+        TurnOutcome::Ended { turn, reason } => (Some(*turn), reason.clone()),
+        TurnOutcome::Discarded { cause } => (None, TurnEndReason::Aborted { cause: *cause }),
+        TurnOutcome::Failed { failure } => (
+            None,
+            TurnEndReason::Error {
+                failure: failure.clone(),
+            },
+        ),
+        #[allow(unreachable_patterns)]
+        _ => (None, TurnEndReason::Unknown),
+    };
+    if view == View::Json {
+        let mut line = json!({
+            "type": "turn_end",
+            "turn": turn,
+            "reason": serde_json::to_value(&reason).ok().and_then(|v| v.get("kind").cloned()),
+            "steps": steps,
+            "usage": {"input_tokens": input, "output_tokens": output, "cache_hit_tokens": cache},
+        });
+        match &reason {
+            TurnEndReason::Aborted { cause } => line["cause"] = json!(cause),
+            TurnEndReason::Error { failure } => line["error"] = json!(failure),
+            _ => {}
+        }
+        renderer.json_line(&line);
+    }
+    eprintln!(
+        "dsh · {} · {steps} steps · {input}/{output} tokens (cache hit {cache}) · saved: dsh sessions show {id}",
+        reason_text(&reason)
+    );
+}

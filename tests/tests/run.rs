@@ -1,0 +1,229 @@
+//! `dsh run` driven as a user drives it: the built binary, real bash, real files, and a real
+//! HTTP model server on 127.0.0.1.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+
+use dsh_e2e::{Sandbox, run_with_stdin, text};
+use dsh_test_support::mock_model::{MockModelServer, MockResponse};
+
+const DEMO_PROMPT: &str = "Take a quick look at this directory and tell me what you find.";
+
+#[test]
+fn version_names_the_release_and_the_build() {
+    let out = Sandbox::new().dsh(["--version"]).output().unwrap();
+    assert!(out.status.success());
+    let line = text(&out.stdout);
+    assert!(line.starts_with("dsh 0.1.0 ("), "{line}");
+}
+
+#[test]
+fn the_demo_runs_real_bash_through_the_whole_stack_and_stores_the_session() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.work().join("marker-file.txt"), "x").unwrap();
+    let out = sandbox
+        .dsh(["run", "--replay", "demo", DEMO_PROMPT])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Piped stdout carries only the answer; the tool lines go to stderr.
+    assert!(stdout.contains("I'll take a look around."), "{stdout}");
+    assert!(stdout.contains("scripted"), "{stdout}");
+    assert!(!stdout.contains("$ pwd"), "{stdout}");
+    assert!(stderr.contains("$ pwd && ls -la"), "{stderr}");
+    assert!(
+        stderr.contains("marker-file.txt"),
+        "the listing is real: {stderr}"
+    );
+    assert!(stderr.contains("entries: 1"), "{stderr}");
+    assert!(stderr.contains("[exit 0 · "), "{stderr}");
+    assert!(
+        stderr.contains("REPLAY 'demo' — scripted offline model, not a real LLM"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("dsh · completed · 3 steps"), "{stderr}");
+    let logs = sandbox.logs();
+    assert_eq!(logs.len(), 1, "one session stored");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    assert!(log.contains("\"type\":\"turn/end\""));
+    assert!(log.contains("marker-file.txt"), "the tool output is stored");
+}
+
+#[test]
+fn json_mode_prints_one_object_per_line_from_session_to_turn_end() {
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .dsh(["run", "--json", "--replay", "demo", DEMO_PROMPT])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[0]["schema_version"], 1);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "turn_end");
+    assert_eq!(last["reason"], "completed");
+    assert_eq!(last["steps"], 3);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    for kind in [
+        "turn_start",
+        "reasoning",
+        "text",
+        "tool_call",
+        "tool_result",
+        "message",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    let result = lines.iter().find(|l| l["type"] == "tool_result").unwrap();
+    assert_eq!(result["exit_code"], 0);
+    assert_eq!(result["is_error"], false);
+}
+
+#[test]
+fn a_missing_key_explains_what_to_do_and_creates_nothing() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.dsh(["run", "hello"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr,
+        "error: no API key for https://api.deepseek.com (model deepseek-flash)\n  \
+         dsh reads the key from the environment variable DEEPSEEK_API_KEY, which is not set.\n  \
+         Set it for this shell:  export DEEPSEEK_API_KEY=<your key>\n  \
+         Get a key at https://platform.deepseek.com/api_keys\n  \
+         Or run the offline demo, which needs no key:  dsh run --replay demo\n"
+    );
+    assert!(!sandbox.data().exists(), "nothing created");
+}
+
+#[test]
+fn a_deepseek_key_is_never_offered_to_another_host() {
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .dsh([
+            "run",
+            "--base-url",
+            "https://models.example.com/v1",
+            "hello",
+        ])
+        .env("DEEPSEEK_API_KEY", "sk-deepseek")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("DSH_API_KEY, which is not set"), "{stderr}");
+    assert!(!stderr.contains("platform.deepseek.com"), "{stderr}");
+}
+
+#[test]
+fn bad_prompts_are_usage_errors_and_create_nothing() {
+    let sandbox = Sandbox::new();
+    let demo = ["run", "--replay", "demo"];
+    let cases: Vec<(Vec<&str>, Vec<u8>, &str)> = vec![
+        (vec!["   "], Vec::new(), "empty"),
+        (vec!["-"], Vec::new(), "empty"),
+        (vec!["-"], b"bad \xff byte".to_vec(), "not UTF-8"),
+        (vec!["-"], vec![b'a'; 1024 * 1024 + 1], "longer than"),
+    ];
+    for (extra, stdin, says) in cases {
+        let mut command = sandbox.dsh(demo.iter().copied().chain(extra.iter().copied()));
+        command.stdin(Stdio::piped());
+        let out = run_with_stdin(command, &stdin);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(says),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    assert!(!sandbox.data().exists(), "nothing created");
+}
+
+#[test]
+fn stdin_and_a_prompt_are_sent_together() {
+    let sandbox = Sandbox::new();
+    let log = sandbox.root.path().join("calls.jsonl");
+    let mut command = sandbox.dsh(["run", "--replay", "demo", "review this"]);
+    command.env("DSH_REPLAY_LOG", &log);
+    let out = run_with_stdin(command, b"diff --git a b\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stored = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+    assert!(
+        stored.contains("review this\\n\\ndiff --git a b"),
+        "{stored}"
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.contains("review this\\n\\ndiff --git a b"), "{calls}");
+}
+
+#[test]
+fn an_unknown_replay_script_is_a_configuration_error() {
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .dsh(["run", "--replay", "nosuch", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    assert!(
+        text(&out.stderr).contains("no replay script 'nosuch' (not a file; built-ins: demo)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!sandbox.data().exists());
+}
+
+#[test]
+fn a_resumed_session_gets_a_second_turn_in_the_same_log() {
+    let sandbox = Sandbox::new();
+    let first = sandbox
+        .dsh(["run", "--replay", "demo", DEMO_PROMPT])
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0));
+    let log = sandbox.logs().remove(0);
+    let id = log.file_stem().unwrap().to_string_lossy().into_owned();
+    let second = sandbox
+        .dsh(["run", "--replay", "demo", "--session", &id, "again"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert!(text(&second.stderr).contains("(resumed)"));
+    let stored = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(stored.matches("\"type\":\"turn/end\"").count(), 2);
+    assert_eq!(sandbox.logs().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_server_on_loopback_answers_without_a_key() {
+    let server = MockModelServer::start(vec![MockResponse::sse_fixture("text_basic")]).await;
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.dsh([
+        "run",
+        "--base-url",
+        &format!("{}/v1", server.base_url()),
+        "--model",
+        "local-model",
+        "hi",
+    ]);
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Hello, world!\n");
+    assert!(text(&out.stderr).contains("local-model @ 127.0.0.1"));
+    let request = &server.requests()[0];
+    assert_eq!(request.json()["model"], "local-model");
+    assert!(request.header("authorization").is_none());
+    server.verify();
+}
