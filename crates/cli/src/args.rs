@@ -53,6 +53,45 @@ pub struct Global {
 pub enum Command {
     /// Run one turn: send a prompt, let the model use bash, print the answer.
     Run(RunArgs),
+    /// Stored sessions: list, show, remove.
+    Sessions {
+        /// What to do with them.
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+}
+
+/// `dsh sessions …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Stored sessions, newest first (headers only: fast at any count).
+    List {
+        /// One JSON object per session.
+        #[arg(long)]
+        json: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Only sessions started in the current directory.
+        #[arg(long)]
+        here: bool,
+    },
+    /// Render a stored transcript; never changes the log.
+    Show {
+        /// The session id, or a unique prefix of at least 8 characters.
+        id: String,
+        /// The stored events, one per line.
+        #[arg(long)]
+        json: bool,
+        /// When to colour the output.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
+    /// Delete a stored session.
+    Rm {
+        /// The session id, or a unique prefix of at least 8 characters.
+        id: String,
+    },
 }
 
 /// `dsh run`.

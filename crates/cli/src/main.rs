@@ -5,9 +5,9 @@
 //! the only one whose human output may go to stdout (invariant 6). It exits by shutting the
 //! runtime down, so every session log is closed on every exit path except SIGKILL.
 //!
-//! Status: `dsh run` works offline (`--replay`) and against an OpenAI-compatible server;
-//! `dsh sessions`, `dsh config`, `dsh models`, configuration files and `dsh acp` are not
-//! there yet, and clap reports them as unknown commands.
+//! Status: `dsh run` (offline with `--replay`, or against an OpenAI-compatible server) and
+//! `dsh sessions` work; `dsh config`, `dsh models`, configuration files and `dsh acp` are not
+//! there yet, and clap reports those commands as unknown.
 
 mod args;
 mod compose;
@@ -16,6 +16,7 @@ mod model;
 mod prompt;
 mod render;
 mod run;
+mod sessions;
 mod settings;
 
 use std::process::ExitCode;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
     let status = runtime.block_on(async {
         match &cli.command {
             Command::Run(args) => run::run(&cli.global, args).await,
+            Command::Sessions { command } => sessions::sessions(&cli.global, command).await,
         }
     });
     // Tool processes were ended by the shutdown; nothing left should hold the exit.

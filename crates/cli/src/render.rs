@@ -41,6 +41,8 @@ struct State {
 /// The observer. `closed` fires when stdout was closed under dsh.
 pub struct Renderer {
     view: View,
+    /// Replaying a stored transcript: prompts and turn ends are shown too.
+    transcript: bool,
     state: Mutex<State>,
     pub stdout_closed: AtomicBool,
     pub closed: Notify,
@@ -48,8 +50,24 @@ pub struct Renderer {
 
 impl Renderer {
     pub fn new(view: View) -> Arc<Renderer> {
+        Renderer::build(view, false)
+    }
+
+    /// A renderer for a stored transcript (`dsh sessions show`).
+    pub fn transcript(color: bool) -> Arc<Renderer> {
+        Renderer::build(
+            View::Human {
+                color,
+                split: false,
+            },
+            true,
+        )
+    }
+
+    fn build(view: View, transcript: bool) -> Arc<Renderer> {
         Arc::new(Renderer {
             view,
+            transcript,
             state: Mutex::new(State {
                 at_line_start: true,
                 ..State::default()
@@ -160,7 +178,40 @@ impl Renderer {
                 let text = tool_result_text(data, started.map(|t| event.time - t));
                 self.side(text.as_bytes());
             }
+            "user/message" if self.transcript => {
+                self.end_reasoning(&mut state, color);
+                let prompt = data["message"]["text"].as_str().unwrap_or("");
+                self.out(format!("› {prompt}\n").as_bytes());
+                state.at_line_start = true;
+            }
+            "turn/end" if self.transcript => {
+                self.end_reasoning(&mut state, color);
+                if !state.at_line_start {
+                    self.out(b"\n");
+                }
+                let kind = data["reason"]["kind"].as_str().unwrap_or("ended");
+                let line = match kind {
+                    "error" => format!(
+                        "[error: {}]\n",
+                        data["reason"]["failure"]["message"].as_str().unwrap_or("?")
+                    ),
+                    other => format!("[{}]\n", other.replace('_', " ")),
+                };
+                self.out(line.as_bytes());
+                state.at_line_start = true;
+            }
             _ => {}
+        }
+    }
+
+    /// Renders one stored event, as the live observer would have.
+    pub fn replay(&self, event: &SessionEvent) {
+        let Ok(data) = serde_json::from_str::<Value>(event.data.get()) else {
+            return;
+        };
+        match self.view {
+            View::Human { color, .. } => self.human(event, &data, color),
+            View::Json => self.json(event, &data),
         }
     }
 
@@ -279,12 +330,6 @@ impl SessionObserver for Renderer {
     }
 
     fn on_append(&self, _session: &Session, event: &Arc<SessionEvent>) {
-        let Ok(data) = serde_json::from_str::<Value>(event.data.get()) else {
-            return;
-        };
-        match self.view {
-            View::Human { color, .. } => self.human(event, &data, color),
-            View::Json => self.json(event, &data),
-        }
+        self.replay(event);
     }
 }

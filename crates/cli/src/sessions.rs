@@ -1,0 +1,344 @@
+//! `dsh sessions list | show | rm`, through the persistence service alone. `list` reads
+//! headers only and `show` reads with `inspect`, so neither ever changes a log: a log that
+//! needs repair is repaired in memory for display.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+
+use dsh_kernel::Runtime;
+use dsh_session::{EventVocabulary, ListQuery, SessionId, SessionPersistence, SessionSummary};
+use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
+
+use crate::args::{ColorChoice, Global, SessionsCommand};
+use crate::exit::Failure;
+use crate::render::Renderer;
+use crate::settings::Settings;
+
+/// The shortest id prefix shown and accepted.
+pub const MIN_PREFIX: usize = 8;
+
+/// Runs `dsh sessions …`; returns the exit status.
+pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
+    let settings = match Settings::resolve(global, None) {
+        Ok(settings) => settings,
+        Err(failure) => {
+            return crate::run::report(
+                &failure,
+                crate::render::View::Human {
+                    color: false,
+                    split: true,
+                },
+            );
+        }
+    };
+    let dir = settings.sessions_dir();
+    // Nothing stored yet: answer without opening (and so creating) the store.
+    if !dir.is_dir() {
+        return match command {
+            SessionsCommand::List { json: false, .. } => {
+                say(&format!("no sessions in {}\n", dir.display()));
+                0
+            }
+            SessionsCommand::List { json: true, .. } => 0,
+            SessionsCommand::Show { id, .. } | SessionsCommand::Rm { id } => {
+                eprintln!(
+                    "error: no session '{id}' in {}; see `dsh sessions list`",
+                    dir.display()
+                );
+                1
+            }
+        };
+    }
+    let runtime = Arc::new(Runtime::new());
+    let result = async {
+        runtime
+            .load(JsonlPlugin {
+                config: JsonlConfig::new(&dir),
+            })
+            .await
+            .map_err(|e| Failure::internal(format!("cannot open {}: {e}", dir.display())))?;
+        let persistence = runtime
+            .scope()
+            .require::<dyn SessionPersistence>()
+            .map_err(|e| Failure::internal(format!("no session storage: {e}")))?;
+        match command {
+            SessionsCommand::List { json, limit, here } => {
+                list(&*persistence, &dir, *json, *limit, *here).await
+            }
+            SessionsCommand::Show { id, json, color } => {
+                show(&*persistence, &dir, id, *json, *color).await
+            }
+            SessionsCommand::Rm { id } => remove(&*persistence, &dir, id).await,
+        }
+    }
+    .await;
+    runtime.shutdown().await;
+    match result {
+        Ok(()) => 0,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            failure.status
+        }
+    }
+}
+
+fn say(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn failed(e: impl std::fmt::Display) -> Failure {
+    Failure::internal(e.to_string())
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC) of epoch milliseconds.
+pub fn timestamp(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
+/// The shortest prefix of each id, at least [`MIN_PREFIX`] long, that no other id shares.
+fn prefixes(ids: &[String]) -> Vec<usize> {
+    ids.iter()
+        .map(|id| {
+            let mut len = MIN_PREFIX.min(id.len());
+            while len < id.len()
+                && ids
+                    .iter()
+                    .any(|other| other != id && other.starts_with(&id[..len]))
+            {
+                len += 1;
+            }
+            len
+        })
+        .collect()
+}
+
+async fn list(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    json: bool,
+    limit: usize,
+    here: bool,
+) -> Result<(), Failure> {
+    let cwd = if here {
+        Some(
+            std::env::current_dir()
+                .map_err(failed)?
+                .display()
+                .to_string(),
+        )
+    } else {
+        None
+    };
+    let listing = persistence.list(&ListQuery { cwd }).await.map_err(failed)?;
+    if let Some(first) = listing.skipped.first() {
+        eprintln!(
+            "warning: skipped {} unreadable logs (first: {}: {})",
+            listing.skipped.len(),
+            first.location.display,
+            first.reason
+        );
+    }
+    let shown: Vec<&SessionSummary> = listing.sessions.iter().take(limit).collect();
+    if json {
+        let mut out = String::new();
+        for s in &shown {
+            let line = serde_json::json!({
+                "session_id": s.header.id.to_string(),
+                "created_at": s.header.created_at,
+                "updated_at": s.updated_at,
+                "cwd": s.header.cwd,
+                "path": s.location.path,
+            });
+            out.push_str(&format!("{line}\n"));
+        }
+        say(&out);
+        return Ok(());
+    }
+    if shown.is_empty() {
+        say(&format!("no sessions in {}\n", dir.display()));
+        return Ok(());
+    }
+    let ids: Vec<String> = listing
+        .sessions
+        .iter()
+        .map(|s| s.header.id.to_string())
+        .collect();
+    let lens = prefixes(&ids);
+    let width = lens
+        .iter()
+        .take(shown.len())
+        .copied()
+        .max()
+        .unwrap_or(MIN_PREFIX);
+    let mut out = format!(
+        "{:<width$}  {:<16}  {:<16}  CWD\n",
+        "ID", "UPDATED", "CREATED"
+    );
+    for (s, len) in shown.iter().zip(&lens) {
+        out.push_str(&format!(
+            "{:<width$}  {}  {}  {}\n",
+            &ids_of(s)[..*len],
+            timestamp(s.updated_at),
+            timestamp(s.header.created_at),
+            s.header.cwd
+        ));
+    }
+    say(&out);
+    Ok(())
+}
+
+fn ids_of(s: &SessionSummary) -> String {
+    s.header.id.to_string()
+}
+
+/// The session an argument names: a full id directly, else a unique prefix.
+async fn resolve(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    arg: &str,
+) -> Result<SessionId, Failure> {
+    let unknown = || Failure {
+        status: 1,
+        code: "unknown_session",
+        message: format!(
+            "no session '{arg}' in {}; see `dsh sessions list`",
+            dir.display()
+        ),
+    };
+    if let Ok(id) = SessionId::parse(arg)
+        && persistence.header(&id).await.map_err(failed)?.is_some()
+    {
+        return Ok(id);
+    }
+    if arg.len() < MIN_PREFIX {
+        return Err(unknown());
+    }
+    let listing = persistence
+        .list(&ListQuery::default())
+        .await
+        .map_err(failed)?;
+    let matches: Vec<&SessionSummary> = listing
+        .sessions
+        .iter()
+        .filter(|s| s.header.id.to_string().starts_with(arg))
+        .collect();
+    match matches.as_slice() {
+        [] => Err(unknown()),
+        [one] => Ok(one.header.id.clone()),
+        many => Err(Failure {
+            status: 1,
+            code: "ambiguous_session",
+            message: format!(
+                "'{arg}' matches {} sessions: {}",
+                many.len(),
+                many.iter()
+                    .map(|s| s.header.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
+async fn show(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    arg: &str,
+    json: bool,
+    color: ColorChoice,
+) -> Result<(), Failure> {
+    let id = resolve(persistence, dir, arg).await?;
+    let loaded = persistence
+        .inspect(&id, &EventVocabulary::new())
+        .await
+        .map_err(failed)?;
+    if json {
+        let mut out = Vec::new();
+        for event in &loaded.events {
+            event.encode_into(&mut out);
+            out.push(b'\n');
+        }
+        let _ = std::io::stdout().lock().write_all(&out);
+        return Ok(());
+    }
+    let model = loaded
+        .events
+        .iter()
+        .find(|e| e.kind.as_str() == "assistant/message")
+        .and_then(|e| serde_json::from_str::<serde_json::Value>(e.data.get()).ok())
+        .and_then(|d| d["model"].as_str().map(str::to_owned));
+    let label = match model.as_deref() {
+        Some(m) if m.starts_with("replay:") => format!("REPLAY ({m})"),
+        Some(m) => m.to_owned(),
+        None => "no model call".to_owned(),
+    };
+    say(&format!(
+        "session {} · {} · created {} · {label}\n",
+        loaded.header.id,
+        loaded.header.cwd,
+        timestamp(loaded.header.created_at)
+    ));
+    let terminal = std::io::stdout().is_terminal();
+    let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    let color = match color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && !no_color && !dumb,
+    };
+    let renderer = Renderer::transcript(color);
+    for event in &loaded.events {
+        renderer.replay(event);
+    }
+    Ok(())
+}
+
+async fn remove(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    arg: &str,
+) -> Result<(), Failure> {
+    let id = resolve(persistence, dir, arg).await?;
+    persistence.delete(&id).await.map_err(failed)?;
+    say(&format!("removed {id}\n"));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_are_utc_civil_dates() {
+        assert_eq!(super::timestamp(0), "1970-01-01 00:00");
+        assert_eq!(super::timestamp(1_767_225_600_000), "2026-01-01 00:00");
+        assert_eq!(
+            super::timestamp(951_782_400_000 + 61_000),
+            "2000-02-29 00:01"
+        );
+    }
+
+    #[test]
+    fn prefixes_are_unique_and_at_least_eight_long() {
+        let ids = vec![
+            "01a2359d-aaaa".to_owned(),
+            "01a2359d-bbbb".to_owned(),
+            "ffffffff0".to_owned(),
+        ];
+        assert_eq!(super::prefixes(&ids), vec![10, 10, 8]);
+    }
+}

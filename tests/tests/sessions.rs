@@ -1,0 +1,111 @@
+//! `dsh sessions` over logs written by real `dsh run`s: listing, rendering, removal, and never
+//! a write to a log that is only being read.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dsh_e2e::{Sandbox, text};
+
+fn demo(sandbox: &Sandbox) -> String {
+    let out = sandbox
+        .dsh(["run", "--replay", "demo", "look around"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let logs = sandbox.logs();
+    logs.iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .max()
+        .unwrap()
+}
+
+#[test]
+fn an_empty_store_says_so_and_creates_nothing() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.dsh(["sessions", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("no sessions in "));
+    assert!(!sandbox.data().exists());
+}
+
+#[test]
+fn list_shows_each_session_by_a_short_unique_prefix_newest_first() {
+    let sandbox = Sandbox::new();
+    let first = demo(&sandbox);
+    let second = demo(&sandbox);
+    let out = sandbox.dsh(["sessions", "list"]).output().unwrap();
+    let listing = text(&out.stdout);
+    let lines: Vec<&str> = listing.lines().collect();
+    assert!(lines[0].starts_with("ID "), "{listing}");
+    assert_eq!(lines.len(), 3, "{listing}");
+    let shown: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert!(
+        second.starts_with(shown[0]) && first.starts_with(shown[1]),
+        "{listing}"
+    );
+    assert!(shown.iter().all(|p| p.len() >= 8));
+    let cwd = sandbox.work().canonicalize().unwrap();
+    assert!(lines[1].ends_with(&cwd.display().to_string()), "{listing}");
+    let json = sandbox
+        .dsh(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["session_id"], second.as_str());
+}
+
+#[test]
+fn show_renders_the_transcript_with_the_run_renderer_and_never_writes() {
+    let sandbox = Sandbox::new();
+    let id = demo(&sandbox);
+    // A torn tail, as a crash leaves it: show repairs in memory only.
+    let log = sandbox.logs().remove(0);
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"seq\":99,\"type\":\"turn/st");
+    std::fs::write(&log, &bytes).unwrap();
+    let out = sandbox
+        .dsh(["sessions", "show", &id[..8], "--color", "never"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.starts_with(&format!("session {id} · ")), "{shown}");
+    assert!(shown.contains("REPLAY"), "{shown}");
+    assert!(shown.contains("› look around\n"), "{shown}");
+    assert!(shown.contains("$ pwd && ls -la\n"), "{shown}");
+    assert!(shown.contains("[exit 0 · "), "{shown}");
+    assert!(shown.trim_end().ends_with("[completed]"), "{shown}");
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        bytes,
+        "the log is byte-identical"
+    );
+}
+
+#[test]
+fn unknown_and_ambiguous_ids_exit_1_with_a_hint() {
+    let sandbox = Sandbox::new();
+    demo(&sandbox);
+    let out = sandbox
+        .dsh(["sessions", "show", "ffffffff"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no session 'ffffffff'"));
+    assert!(text(&out.stderr).contains("dsh sessions list"));
+}
+
+#[test]
+fn rm_deletes_through_the_store() {
+    let sandbox = Sandbox::new();
+    let id = demo(&sandbox);
+    let out = sandbox.dsh(["sessions", "rm", &id]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("removed {id}\n"));
+    assert!(sandbox.logs().is_empty());
+}
