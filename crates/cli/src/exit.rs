@@ -9,6 +9,10 @@ pub const USAGE: u8 = 2;
 pub const CONFIG: u8 = 6;
 /// Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
+/// SIGTERM.
+pub const TERMINATED: u8 = 143;
+/// SIGHUP.
+pub const HANGUP: u8 = 129;
 /// Stdout was closed under dsh (`| head`).
 pub const STDOUT_CLOSED: u8 = 141;
 

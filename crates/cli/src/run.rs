@@ -16,6 +16,7 @@ use dsh_kernel::Runtime;
 use dsh_session::{Interest, SessionId, SessionStore, TurnEndReason};
 use dsh_shell_local::LocalShellExecutor;
 use serde_json::json;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::{ColorChoice, Global, RunArgs};
 use crate::exit::{self, Failure};
@@ -218,12 +219,22 @@ async fn turn(
         }
     };
     let mut outcome = Box::pin(ticket.outcome());
+    let mut signals = match Signals::new() {
+        Ok(signals) => signals,
+        Err(e) => {
+            handle.dispose().await;
+            return report(
+                &Failure::internal(format!("cannot watch signals: {e}")),
+                view,
+            );
+        }
+    };
     let mut interrupts = 0u32;
     let forced: Option<u8>;
     let outcome = loop {
         tokio::select! {
             outcome = &mut outcome => { forced = None; break Some(outcome) },
-            _ = tokio::signal::ctrl_c() => {
+            _ = signals.interrupt.recv() => {
                 interrupts += 1;
                 if interrupts == 1 {
                     eprintln!("^C cancelling… (Ctrl-C again to quit now)");
@@ -233,6 +244,8 @@ async fn turn(
                     break None;
                 }
             }
+            _ = signals.terminate.recv() => { forced = Some(exit::TERMINATED); break None }
+            _ = signals.hangup.recv() => { forced = Some(exit::HANGUP); break None }
             () = renderer.closed.notified() => {
                 agent.cancel(CancelCause::User);
                 let _ = (&mut outcome).await;
@@ -257,6 +270,24 @@ async fn turn(
         return exit::STDOUT_CLOSED;
     }
     exit::for_outcome(&outcome)
+}
+
+/// The signals that end a run: SIGINT cancels the turn (twice: quits now), SIGTERM and SIGHUP
+/// quit now.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
 }
 
 /// Kills every tool process group at once, then disposes with a bound.

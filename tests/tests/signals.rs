@@ -1,0 +1,180 @@
+//! How `dsh run` ends when it is interrupted: Ctrl-C cancels the turn, a second one quits at
+//! once, SIGTERM and SIGHUP quit at once, a closed stdout ends the run — and on every path the
+//! log is closed and loads, and no tool process outlives dsh.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use dsh_e2e::{Sandbox, text};
+use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
+
+/// A script whose only call runs `command` in bash; a second entry would answer afterwards.
+fn script(sandbox: &Sandbox, command: &str) -> String {
+    let path = sandbox.root.path().join("hang.json");
+    let script = serde_json::json!({
+        "version": 1,
+        "name": "hang",
+        "entries": [
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": command}}}]},
+            {"stream": [{"text": "after"}], "finish": "stop"}
+        ]
+    });
+    std::fs::write(&path, script.to_string()).unwrap();
+    path.display().to_string()
+}
+
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Running {
+    fn start(sandbox: &Sandbox, command: &str) -> Running {
+        let script = script(sandbox, command);
+        let mut child = sandbox
+            .dsh(["run", "--replay", &script, "go"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Running {
+            child,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits (with a generous deadline, never a fixed sleep) for a stderr line holding `needle`.
+    fn expect(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.seen.contains(needle) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                }
+                Err(_) => panic!("no {needle:?} on stderr; saw:\n{}", self.seen),
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn wait(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().unwrap();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push_str(&line);
+            self.seen.push('\n');
+        }
+        (status.code(), self.seen)
+    }
+}
+
+fn show_loads(sandbox: &Sandbox) -> String {
+    let id = sandbox.logs()[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = sandbox.dsh(["sessions", "show", &id]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_turn_ends_the_tool_and_exits_130() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let mut run = Running::start(&sandbox, &format!("sleep 1000.{m}"));
+    run.expect("$ sleep");
+    eventually("the tool runs", || sleepers(&m) == 1).await;
+    run.signal("INT");
+    let (code, stderr) = run.wait();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("^C cancelling… (Ctrl-C again to quit now)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("dsh · cancelled"), "{stderr}");
+    all_gone(&m).await;
+    assert!(show_loads(&sandbox).contains("[aborted]"));
+}
+
+#[tokio::test]
+async fn a_second_ctrl_c_quits_at_once_even_when_the_tool_ignores_signals() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let mut run = Running::start(
+        &sandbox,
+        &format!("trap '' TERM INT; bash -c 'trap \"\" TERM INT; exec sleep 1000.{m}'"),
+    );
+    run.expect("$ trap");
+    eventually("the tool runs", || sleepers(&m) == 1).await;
+    run.signal("INT");
+    run.expect("cancelling");
+    let asked = Instant::now();
+    run.signal("INT");
+    let (code, stderr) = run.wait();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "quit took {:?}",
+        asked.elapsed()
+    );
+    all_gone(&m).await;
+    show_loads(&sandbox);
+}
+
+#[tokio::test]
+async fn sigterm_and_sighup_quit_with_their_statuses_and_the_log_loads() {
+    for (signal, status) in [("TERM", 143), ("HUP", 129)] {
+        let sandbox = Sandbox::new();
+        let m = marker();
+        let mut run = Running::start(&sandbox, &format!("sleep 1000.{m}"));
+        run.expect("$ sleep");
+        eventually("the tool runs", || sleepers(&m) == 1).await;
+        run.signal(signal);
+        let (code, stderr) = run.wait();
+        assert_eq!(code, Some(status), "{signal}: {stderr}");
+        all_gone(&m).await;
+        show_loads(&sandbox);
+    }
+}
+
+#[tokio::test]
+async fn a_closed_stdout_ends_the_run_with_141_without_a_panic() {
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .dsh(["run", "--replay", "demo", "look"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    show_loads(&sandbox);
+}
