@@ -1,0 +1,141 @@
+//! `dsh run` on a real pseudo-terminal, as a person sees it: the whole transcript on the
+//! terminal in order, and Ctrl-C typed at the keyboard reaching dsh and not the tool.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use dsh_e2e::{Sandbox, binary};
+use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+struct Terminal {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    output: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Terminal {
+    fn run(sandbox: &Sandbox, args: &[&str]) -> Terminal {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 40,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut command = CommandBuilder::new(binary());
+        command.args(args);
+        command.cwd(sandbox.work());
+        command.env_clear();
+        command.env("PATH", std::env::var("PATH").unwrap_or_default());
+        command.env("HOME", sandbox.root.path().join("home"));
+        command.env("DSH_DATA_DIR", sandbox.data());
+        command.env("TERM", "dumb");
+        let child = pty.slave.spawn_command(command).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = pty.master.take_writer().unwrap();
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    return;
+                }
+            }
+        });
+        Terminal {
+            child,
+            writer,
+            output,
+            seen: String::new(),
+            _master: pty.master,
+        }
+    }
+
+    fn expect(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.seen.contains(needle) {
+            match self
+                .output
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!("no {needle:?} on the terminal; saw:\n{}", self.seen),
+            }
+        }
+    }
+
+    fn type_keys(&mut self, keys: &[u8]) {
+        self.writer.write_all(keys).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    fn exit_code(mut self) -> (u32, String) {
+        let status = self.child.wait().unwrap();
+        while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        (status.exit_code(), self.seen)
+    }
+}
+
+#[test]
+fn the_demo_reads_on_a_terminal_as_one_ordered_transcript() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.work().join("notes.txt"), "x").unwrap();
+    let term = Terminal::run(&sandbox, &["run", "--replay", "demo", "look"]);
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+    let seen = seen.replace("\r\n", "\n");
+    assert!(
+        !seen.contains('\u{1b}'),
+        "no colour with TERM=dumb: {seen:?}"
+    );
+    let order = [
+        "dsh · session ",
+        "[reasoning]\nThe user wants an overview. I'll look around first.\n[/reasoning]\n",
+        "I'll take a look around.\n$ pwd && ls -la\n",
+        "notes.txt\n[exit 0 · ",
+        "$ echo \"entries: $(ls -A | wc -l)\"; uname -sm; date -u +%Y-%m-%dT%H:%M:%SZ\nentries: 1\n",
+        "The two commands above ran for real through dsh's bash tool.",
+        "dsh · completed · 3 steps",
+    ];
+    let mut at = 0;
+    for part in order {
+        let found = seen[at..]
+            .find(part)
+            .unwrap_or_else(|| panic!("{part:?} after byte {at} in:\n{seen}"));
+        at += found + part.len();
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_typed_on_the_terminal_cancels_the_turn_and_reaches_only_dsh() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let path = sandbox.root.path().join("hang.json");
+    let script = serde_json::json!({
+        "version": 1,
+        "name": "hang",
+        "entries": [{"stream": [{"tool_call": {"name": "bash",
+            "arguments": {"command": format!("sleep 1000.{m}")}}}]}]
+    });
+    std::fs::write(&path, script.to_string()).unwrap();
+    let script = path.display().to_string();
+    let mut term = Terminal::run(&sandbox, &["run", "--replay", &script, "go"]);
+    term.expect("$ sleep");
+    eventually("the tool runs", || sleepers(&m) == 1).await;
+    term.type_keys(b"\x03");
+    term.expect("^C cancelling… (Ctrl-C again to quit now)");
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 130, "{seen}");
+    assert!(seen.contains("dsh · cancelled"), "{seen}");
+    all_gone(&m).await;
+}
