@@ -25,6 +25,9 @@ pub struct Cli {
 /// Options every command shares.
 #[derive(Debug, Args)]
 pub struct Global {
+    /// The configuration file (default: $XDG_CONFIG_HOME/dsh/config.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Where sessions are kept (default: $XDG_DATA_HOME/dsh).
     #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
@@ -53,6 +56,12 @@ pub struct Global {
 pub enum Command {
     /// Run one turn: send a prompt, let the model use bash, print the answer.
     Run(RunArgs),
+    /// Every effective setting and where it came from (the key is never shown).
+    Config {
+        /// One JSON object: `{key: {value, source}}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Stored sessions: list, show, remove.
     Sessions {
         /// What to do with them.

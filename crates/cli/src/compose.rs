@@ -83,10 +83,10 @@ async fn load_all(
 
 fn options(settings: &Settings) -> AgentOptions {
     let mut options = AgentOptions::default();
-    options.max_output_tokens = settings.max_tokens;
-    options.temperature = settings.temperature;
-    options.reasoning = settings.reasoning;
-    if let Some(steps) = settings.max_steps.and_then(NonZeroU32::new) {
+    options.max_output_tokens = settings.max_tokens.value;
+    options.temperature = settings.temperature.value;
+    options.reasoning = settings.reasoning.value;
+    if let Some(steps) = settings.max_steps.value.and_then(NonZeroU32::new) {
         options.max_steps = steps;
     }
     options

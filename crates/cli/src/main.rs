@@ -5,13 +5,15 @@
 //! the only one whose human output may go to stdout (invariant 6). It exits by shutting the
 //! runtime down, so every session log is closed on every exit path except SIGKILL.
 //!
-//! Status: `dsh run` (offline with `--replay`, or against an OpenAI-compatible server) and
-//! `dsh sessions` work; `dsh config`, `dsh models`, configuration files and `dsh acp` are not
-//! there yet, and clap reports those commands as unknown.
+//! Status: `dsh run` (offline with `--replay`, or against an OpenAI-compatible server),
+//! `dsh sessions` and `dsh config` work, with configuration files; `dsh models` and `dsh acp`
+//! are not there yet, and clap reports those commands as unknown.
 
 mod args;
 mod compose;
+mod config;
 mod exit;
+mod file;
 mod model;
 mod prompt;
 mod render;
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
     let status = runtime.block_on(async {
         match &cli.command {
             Command::Run(args) => run::run(&cli.global, args).await,
+            Command::Config { json } => config::config(&cli.global, *json),
             Command::Sessions { command } => sessions::sessions(&cli.global, command).await,
         }
     });

@@ -3,9 +3,10 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use dsh_kernel::Plugin;
-use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiConfigError, OpenAiPlugin};
+use dsh_llm_openai::{ApiKey, MaxTokensField, OpenAiConfig, OpenAiConfigError, OpenAiPlugin};
 use dsh_llm_replay::{ReplayModel, ReplayPlugin, ReplayScript};
 
 use crate::exit::Failure;
@@ -25,7 +26,7 @@ pub const BUILTINS: &[&str] = &["demo"];
 /// Resolves `settings` into a model.
 pub fn choose(settings: &Settings) -> Result<Chosen, Failure> {
     match &settings.replay {
-        Some(name) => replay(name),
+        Some(name) => replay(&name.value),
         None => server(settings),
     }
 }
@@ -65,37 +66,51 @@ fn replay(name: &str) -> Result<Chosen, Failure> {
 
 fn server(settings: &Settings) -> Result<Chosen, Failure> {
     let mut config = OpenAiConfig::deepseek(None);
-    config.base_url = settings.base_url.clone();
-    config.model = settings.model.clone();
-    if !settings.api_key_env.is_empty() {
-        config.api_key = std::env::var(&settings.api_key_env)
+    config.base_url = settings.base_url.value.clone();
+    config.model = settings.model.value.clone();
+    config.connect_timeout = Duration::from_secs(settings.connect_timeout_secs.value);
+    config.idle_timeout = Duration::from_secs(settings.idle_timeout_secs.value);
+    config.retry.max_retries = settings.max_retries.value;
+    config.send_reasoning_content = settings.send_reasoning_content.value;
+    config.max_tokens_field = match settings.max_tokens_field.value.as_str() {
+        "max_completion_tokens" => MaxTokensField::MaxCompletionTokens,
+        _ => MaxTokensField::MaxTokens,
+    };
+    config.extra_headers = settings.headers.clone();
+    let var = &settings.api_key_env.value;
+    config.keyless = var.is_empty();
+    if !var.is_empty() {
+        config.api_key = std::env::var(var)
             .ok()
             .filter(|k| !k.is_empty())
             .map(ApiKey::new);
     }
     let plugin = OpenAiPlugin::new(config).map_err(|e| match e {
-        OpenAiConfigError::MissingApiKey => missing_key(settings),
-        other => Failure::config(format!("base URL {}: {other}", settings.base_url)),
+        OpenAiConfigError::MissingApiKey if !var.is_empty() => missing_key(settings),
+        other => Failure::config(format!(
+            "{} ({}): {other}",
+            settings.base_url.value, settings.base_url.source
+        )),
     })?;
-    let host = url::Url::parse(&settings.base_url)
+    let host = url::Url::parse(&settings.base_url.value)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
     Ok(Chosen {
         plugin: Box::new(plugin),
-        label: format!("{} @ {host}", settings.model),
+        label: format!("{} @ {host}", settings.model.value),
         script_prompt: None,
         replay: None,
     })
 }
 
 fn missing_key(settings: &Settings) -> Failure {
-    let var = &settings.api_key_env;
+    let var = &settings.api_key_env.value;
     let mut text = format!(
         "no API key for {} (model {})\n  dsh reads the key from the environment variable {var}, which is not set.\n  Set it for this shell:  export {var}=<your key>\n",
-        settings.base_url, settings.model
+        settings.base_url.value, settings.model.value
     );
-    if is_deepseek(&settings.base_url) {
+    if is_deepseek(&settings.base_url.value) {
         text.push_str("  Get a key at https://platform.deepseek.com/api_keys\n");
     }
     text.push_str("  Or run the offline demo, which needs no key:  dsh run --replay demo");

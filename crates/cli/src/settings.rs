@@ -1,31 +1,70 @@
-//! The effective configuration: each value from its flag, else its environment variable, else
-//! its default, computed once for every command. Configuration files are not read yet: a file
-//! named by `DSH_CONFIG` is refused as unsupported rather than silently ignored.
+//! The effective configuration, computed once for every command: each value from its flag,
+//! else its environment variable, else the configuration file, else its default — and each
+//! remembers which of those it came from, for `dsh config`.
 
+use std::fmt;
 use std::num::NonZeroU32;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
 
 use crate::args::{Global, Reasoning};
 use crate::exit::Failure;
+use crate::file::{self, Loaded};
 
 /// DeepSeek, the default server.
 pub const DEEPSEEK_URL: &str = "https://api.deepseek.com";
 /// The default model.
 pub const DEFAULT_MODEL: &str = "deepseek-flash";
 
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File { path: PathBuf, line: usize },
+    Env(&'static str),
+    Flag(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File { path, line } => write!(f, "file {}:{line}", path.display()),
+            Source::Env(name) => write!(f, "env {name}"),
+            Source::Flag(name) => write!(f, "flag {name}"),
+        }
+    }
+}
+
+/// A value and its source.
+#[derive(Clone, Debug)]
+pub struct Set<T> {
+    pub value: T,
+    pub source: Source,
+}
+
 /// What every command runs with.
 #[derive(Debug)]
 pub struct Settings {
-    pub data_dir: PathBuf,
-    pub model: String,
-    pub base_url: String,
+    /// The file read, and whether it was there.
+    pub config_file: Option<(PathBuf, bool)>,
+    pub data_dir: Set<PathBuf>,
+    pub model: Set<String>,
+    pub base_url: Set<String>,
     /// The variable holding the key; empty when the server needs none.
-    pub api_key_env: String,
-    pub replay: Option<String>,
-    pub reasoning: Option<dsh_llm::ReasoningEffort>,
-    pub max_tokens: Option<NonZeroU32>,
-    pub temperature: Option<f32>,
-    pub max_steps: Option<u32>,
+    pub api_key_env: Set<String>,
+    pub replay: Option<Set<String>>,
+    pub reasoning: Set<Option<dsh_llm::ReasoningEffort>>,
+    pub max_tokens: Set<Option<NonZeroU32>>,
+    pub temperature: Set<Option<f32>>,
+    pub max_steps: Set<Option<u32>>,
+    pub connect_timeout_secs: Set<u64>,
+    pub idle_timeout_secs: Set<u64>,
+    pub max_retries: Set<u32>,
+    pub send_reasoning_content: Set<bool>,
+    pub max_tokens_field: Set<String>,
+    pub headers: Vec<(String, String)>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -48,112 +87,256 @@ fn effort(level: Reasoning) -> Option<dsh_llm::ReasoningEffort> {
     }
 }
 
+fn parse_level(text: &str) -> Option<Reasoning> {
+    <Reasoning as clap::ValueEnum>::from_str(text, true).ok()
+}
+
+/// Picks flag, then env (parsed), then file, then default.
+struct Pick<'a> {
+    file: Option<&'a Loaded>,
+}
+
+impl Pick<'_> {
+    fn in_file<T: Clone>(&self, value: Option<&Spanned<T>>) -> Option<Set<T>> {
+        let (file, value) = (self.file?, value?);
+        Some(Set {
+            value: value.get_ref().clone(),
+            source: Source::File {
+                path: file.path.clone(),
+                line: file.line(value),
+            },
+        })
+    }
+}
+
+fn flag<T>(value: Option<T>, name: &'static str) -> Option<Set<T>> {
+    value.map(|value| Set {
+        value,
+        source: Source::Flag(name),
+    })
+}
+
+fn from_env<T>(
+    name: &'static str,
+    parse: impl Fn(&str) -> Option<T>,
+    want: &str,
+) -> Result<Option<Set<T>>, Failure> {
+    match env(name) {
+        None => Ok(None),
+        Some(text) => match parse(&text) {
+            Some(value) => Ok(Some(Set {
+                value,
+                source: Source::Env(name),
+            })),
+            None => Err(bad_env(name, &text, want)),
+        },
+    }
+}
+
+fn default<T>(value: T) -> Set<T> {
+    Set {
+        value,
+        source: Source::Default,
+    }
+}
+
 impl Settings {
-    /// Flags over environment over defaults.
-    pub fn resolve(global: &Global, max_steps: Option<u32>) -> Result<Settings, Failure> {
-        if let Some(file) = env("DSH_CONFIG") {
-            return Err(Failure::config(format!(
-                "DSH_CONFIG={file:?}: unsupported: this dsh does not read configuration files \
-                 yet; use flags and DSH_* environment variables"
-            )));
-        }
-        let data_dir = match global
-            .data_dir
-            .clone()
-            .or_else(|| env("DSH_DATA_DIR").map(PathBuf::from))
-        {
+    /// Flags over environment over the file over defaults.
+    pub fn resolve(global: &Global, max_steps_flag: Option<u32>) -> Result<Settings, Failure> {
+        let located = file::locate(global.config.as_deref());
+        let loaded = match &located {
+            Some((path, required)) => file::load(path, *required)?,
+            None => None,
+        };
+        let config_file = located.map(|(path, _)| {
+            let present = loaded.is_some();
+            (path, present)
+        });
+        let pick = Pick {
+            file: loaded.as_ref(),
+        };
+        let f = loaded.as_ref().map(|l| &l.file);
+
+        let data_dir = match flag(global.data_dir.clone(), "--data-dir")
+            .or(from_env(
+                "DSH_DATA_DIR",
+                |v| Some(PathBuf::from(v)),
+                "a directory",
+            )?)
+            .or_else(|| {
+                pick.in_file(f.and_then(|f| f.data_dir.as_ref()))
+                    .map(|s| Set {
+                        value: PathBuf::from(s.value),
+                        source: s.source,
+                    })
+            }) {
             Some(dir) => dir,
-            None => match env("XDG_DATA_HOME") {
-                Some(xdg) if xdg.starts_with('/') => PathBuf::from(xdg).join("dsh"),
-                _ => match env("HOME") {
-                    Some(home) => PathBuf::from(home).join(".local/share/dsh"),
-                    None => {
-                        return Err(Failure::config(
-                            "no data directory: HOME is not set; pass --data-dir or set DSH_DATA_DIR",
-                        ));
-                    }
+            None => default(default_data_dir()?),
+        };
+        let model = flag(global.model.clone(), "--model")
+            .or(from_env(
+                "DSH_MODEL",
+                |v| Some(v.to_owned()),
+                "a model name",
+            )?)
+            .or_else(|| pick.in_file(f.and_then(|f| f.model.as_ref())))
+            .unwrap_or_else(|| default(DEFAULT_MODEL.to_owned()));
+        let base_url = flag(global.base_url.clone(), "--base-url")
+            .or(from_env("DSH_BASE_URL", |v| Some(v.to_owned()), "a URL")?)
+            .or_else(|| pick.in_file(f.and_then(|f| f.base_url.as_ref())))
+            .unwrap_or_else(|| default(DEEPSEEK_URL.to_owned()));
+        // A DeepSeek key is only ever sent to DeepSeek; `""` means the server needs no key.
+        let api_key_env = match std::env::var("DSH_API_KEY_ENV") {
+            Ok(name) => Set {
+                value: name,
+                source: Source::Env("DSH_API_KEY_ENV"),
+            },
+            Err(_) => pick
+                .in_file(f.and_then(|f| f.api_key_env.as_ref()))
+                .unwrap_or_else(|| {
+                    default(if is_deepseek(&base_url.value) {
+                        "DEEPSEEK_API_KEY".to_owned()
+                    } else {
+                        "DSH_API_KEY".to_owned()
+                    })
+                }),
+        };
+        let reasoning = match flag(global.reasoning, "--reasoning") {
+            Some(set) => Set {
+                value: effort(set.value),
+                source: set.source,
+            },
+            None => match from_env(
+                "DSH_REASONING",
+                parse_level,
+                "expected default, off, low, medium, high or max",
+            )? {
+                Some(set) => Set {
+                    value: effort(set.value),
+                    source: set.source,
+                },
+                None => match pick.in_file(f.and_then(|f| f.reasoning.as_ref())) {
+                    Some(set) => Set {
+                        value: parse_level(&set.value).and_then(effort),
+                        source: set.source,
+                    },
+                    None => default(None),
                 },
             },
         };
-        let model = global
-            .model
-            .clone()
-            .or_else(|| env("DSH_MODEL"))
-            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        let base_url = global
-            .base_url
-            .clone()
-            .or_else(|| env("DSH_BASE_URL"))
-            .unwrap_or_else(|| DEEPSEEK_URL.to_owned());
-        // A DeepSeek key is only ever sent to DeepSeek.
-        let api_key_env = match std::env::var("DSH_API_KEY_ENV") {
-            Ok(name) => name,
-            Err(_) if is_deepseek(&base_url) => "DEEPSEEK_API_KEY".to_owned(),
-            Err(_) => "DSH_API_KEY".to_owned(),
-        };
-        let reasoning = match global.reasoning {
-            Some(level) => effort(level),
-            None => match env("DSH_REASONING") {
-                None => None,
-                Some(value) => effort(
-                    <Reasoning as clap::ValueEnum>::from_str(&value, true).map_err(|_| {
-                        bad_env(
-                            "DSH_REASONING",
-                            &value,
-                            "expected default, off, low, medium, high or max",
-                        )
-                    })?,
-                ),
+        let max_tokens = flag(global.max_tokens, "--max-tokens")
+            .or(from_env(
+                "DSH_MAX_TOKENS",
+                |v| v.parse::<NonZeroU32>().ok(),
+                "expected a positive whole number",
+            )?)
+            .or_else(|| {
+                pick.in_file(f.and_then(|f| f.max_tokens.as_ref()))
+                    .and_then(|s| {
+                        NonZeroU32::new(s.value).map(|n| Set {
+                            value: n,
+                            source: s.source,
+                        })
+                    })
+            })
+            .map_or_else(
+                || default(None),
+                |s| Set {
+                    value: Some(s.value),
+                    source: s.source,
+                },
+            );
+        let temperature = from_env(
+            "DSH_TEMPERATURE",
+            |v| v.parse::<f32>().ok().filter(|t| (0.0..=2.0).contains(t)),
+            "expected a number from 0 to 2",
+        )?
+        .or_else(|| {
+            pick.in_file(f.and_then(|f| f.temperature.as_ref()))
+                .map(|s| Set {
+                    value: s.value as f32,
+                    source: s.source,
+                })
+        })
+        .map_or_else(
+            || default(None),
+            |s| Set {
+                value: Some(s.value),
+                source: s.source,
             },
-        };
-        let max_tokens = match global.max_tokens {
-            Some(n) => Some(n),
-            None => match env("DSH_MAX_TOKENS") {
-                None => None,
-                Some(v) => Some(v.parse::<NonZeroU32>().map_err(|_| {
-                    bad_env("DSH_MAX_TOKENS", &v, "expected a positive whole number")
-                })?),
-            },
-        };
-        let temperature = match env("DSH_TEMPERATURE") {
-            None => None,
-            Some(v) => Some(
-                v.parse::<f32>()
-                    .ok()
-                    .filter(|t| (0.0..=2.0).contains(t))
-                    .ok_or_else(|| {
-                        bad_env("DSH_TEMPERATURE", &v, "expected a number from 0 to 2")
-                    })?,
-            ),
-        };
-        let max_steps = match max_steps {
-            Some(n) => Some(n),
-            None => match env("DSH_MAX_STEPS") {
-                None => None,
-                Some(v) => Some(
-                    v.parse::<u32>()
-                        .ok()
-                        .filter(|n| (1..=10_000).contains(n))
-                        .ok_or_else(|| bad_env("DSH_MAX_STEPS", &v, "expected 1 to 10000"))?,
-                ),
-            },
-        };
-        Ok(Settings {
+        );
+        let max_steps = flag(max_steps_flag, "--max-steps")
+            .or(from_env(
+                "DSH_MAX_STEPS",
+                |v| v.parse::<u32>().ok().filter(|n| (1..=10_000).contains(n)),
+                "expected 1 to 10000",
+            )?)
+            .or_else(|| pick.in_file(f.and_then(|f| f.max_steps.as_ref())))
+            .map_or_else(
+                || default(None),
+                |s| Set {
+                    value: Some(s.value),
+                    source: s.source,
+                },
+            );
+        let http = f.map(|f| &f.http);
+        let settings = Settings {
+            config_file,
             data_dir,
             model,
             base_url,
             api_key_env,
-            replay: global.replay.clone().or_else(|| env("DSH_REPLAY")),
+            replay: flag(global.replay.clone(), "--replay").or(from_env(
+                "DSH_REPLAY",
+                |v| Some(v.to_owned()),
+                "a script",
+            )?),
             reasoning,
             max_tokens,
             temperature,
             max_steps,
-        })
+            connect_timeout_secs: pick
+                .in_file(http.and_then(|h| h.connect_timeout_secs.as_ref()))
+                .unwrap_or_else(|| default(10)),
+            idle_timeout_secs: pick
+                .in_file(http.and_then(|h| h.idle_timeout_secs.as_ref()))
+                .unwrap_or_else(|| default(120)),
+            max_retries: pick
+                .in_file(http.and_then(|h| h.max_retries.as_ref()))
+                .unwrap_or_else(|| default(4)),
+            send_reasoning_content: pick
+                .in_file(http.and_then(|h| h.send_reasoning_content.as_ref()))
+                .unwrap_or_else(|| default(true)),
+            max_tokens_field: pick
+                .in_file(http.and_then(|h| h.max_tokens_field.as_ref()))
+                .unwrap_or_else(|| default("max_tokens".to_owned())),
+            headers: http
+                .map(|h| {
+                    h.headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        Ok(settings)
     }
 
     /// `<data_dir>/sessions`.
     pub fn sessions_dir(&self) -> PathBuf {
-        self.data_dir.join("sessions")
+        self.data_dir.value.join("sessions")
+    }
+}
+
+fn default_data_dir() -> Result<PathBuf, Failure> {
+    match env("XDG_DATA_HOME") {
+        Some(xdg) if Path::new(&xdg).is_absolute() => Ok(PathBuf::from(xdg).join("dsh")),
+        _ => match env("HOME") {
+            Some(home) => Ok(PathBuf::from(home).join(".local/share/dsh")),
+            None => Err(Failure::config(
+                "no data directory: HOME is not set; pass --data-dir or set DSH_DATA_DIR",
+            )),
+        },
     }
 }
 

@@ -83,6 +83,9 @@ pub struct OpenAiConfig {
     /// Ask for usage in the stream (`stream_options`); turn it off for a server that refuses
     /// the field. Usage is then reported only if the server sends it anyway.
     pub stream_usage: bool,
+    /// The server needs no key: a server on another machine is accepted without one (and no
+    /// `Authorization` header is sent).
+    pub keyless: bool,
 }
 
 impl OpenAiConfig {
@@ -99,6 +102,7 @@ impl OpenAiConfig {
             send_reasoning_content: true,
             max_tokens_field: MaxTokensField::MaxTokens,
             stream_usage: true,
+            keyless: false,
         }
     }
 }
@@ -177,7 +181,9 @@ pub(crate) fn validate(config: &OpenAiConfig) -> Result<Url, OpenAiConfigError> 
         return Err(OpenAiConfigError::ZeroTimeout);
     }
     match &config.api_key {
-        None if !is_loopback(&base) => return Err(OpenAiConfigError::MissingApiKey),
+        None if !is_loopback(&base) && !config.keyless => {
+            return Err(OpenAiConfigError::MissingApiKey);
+        }
         Some(key)
             if key.expose().is_empty()
                 || key

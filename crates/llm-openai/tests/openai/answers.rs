@@ -107,3 +107,16 @@ async fn an_unknown_or_retired_model_is_named_with_the_server_and_where_to_find_
     }
     server.verify();
 }
+
+#[test]
+fn a_keyless_server_on_the_network_is_accepted_only_when_declared_so() {
+    use dsh_llm_openai::{OpenAiConfig, OpenAiConfigError};
+    let mut config = OpenAiConfig::deepseek(None);
+    config.base_url = "http://10.1.2.3:8000/v1".into();
+    assert_eq!(
+        OpenAiModel::new(config.clone()).err(),
+        Some(OpenAiConfigError::MissingApiKey)
+    );
+    config.keyless = true;
+    assert!(OpenAiModel::new(config).is_ok());
+}
