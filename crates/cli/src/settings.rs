@@ -44,6 +44,26 @@ pub struct Set<T> {
     pub source: Source,
 }
 
+impl<T> Set<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Set<U> {
+        Set {
+            value: f(self.value),
+            source: self.source,
+        }
+    }
+}
+
+/// A value that may be unset: its source is the default when nothing set it.
+trait OrUnset<T> {
+    fn or_unset(self) -> Set<Option<T>>;
+}
+
+impl<T> OrUnset<T> for Option<Set<T>> {
+    fn or_unset(self) -> Set<Option<T>> {
+        self.map_or_else(|| default(None), |s| s.map(Some))
+    }
+}
+
 /// What every command runs with.
 #[derive(Debug)]
 pub struct Settings {
@@ -232,20 +252,9 @@ impl Settings {
             )?)
             .or_else(|| {
                 pick.in_file(f.and_then(|f| f.max_tokens.as_ref()))
-                    .and_then(|s| {
-                        NonZeroU32::new(s.value).map(|n| Set {
-                            value: n,
-                            source: s.source,
-                        })
-                    })
+                    .and_then(|s| NonZeroU32::new(s.value).map(|n| s.map(|_| n)))
             })
-            .map_or_else(
-                || default(None),
-                |s| Set {
-                    value: Some(s.value),
-                    source: s.source,
-                },
-            );
+            .or_unset();
         let temperature = from_env(
             "DSH_TEMPERATURE",
             |v| v.parse::<f32>().ok().filter(|t| (0.0..=2.0).contains(t)),
@@ -253,18 +262,9 @@ impl Settings {
         )?
         .or_else(|| {
             pick.in_file(f.and_then(|f| f.temperature.as_ref()))
-                .map(|s| Set {
-                    value: s.value as f32,
-                    source: s.source,
-                })
+                .map(|s| s.map(|t| t as f32))
         })
-        .map_or_else(
-            || default(None),
-            |s| Set {
-                value: Some(s.value),
-                source: s.source,
-            },
-        );
+        .or_unset();
         let max_steps = flag(max_steps_flag, "--max-steps")
             .or(from_env(
                 "DSH_MAX_STEPS",
@@ -272,13 +272,7 @@ impl Settings {
                 "expected 1 to 10000",
             )?)
             .or_else(|| pick.in_file(f.and_then(|f| f.max_steps.as_ref())))
-            .map_or_else(
-                || default(None),
-                |s| Set {
-                    value: Some(s.value),
-                    source: s.source,
-                },
-            );
+            .or_unset();
         let http = f.map(|f| &f.http);
         let settings = Settings {
             config_file,
