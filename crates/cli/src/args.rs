@@ -62,6 +62,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The models the configured server offers (with --replay: the built-in scripts).
+    Models {
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
     /// Stored sessions: list, show, remove.
     Sessions {
         /// What to do with them.

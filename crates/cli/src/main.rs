@@ -6,8 +6,8 @@
 //! runtime down, so every session log is closed on every exit path except SIGKILL.
 //!
 //! Status: `dsh run` (offline with `--replay`, or against an OpenAI-compatible server),
-//! `dsh sessions` and `dsh config` work, with configuration files; `dsh models` and `dsh acp`
-//! are not there yet, and clap reports those commands as unknown.
+//! `dsh sessions`, `dsh config` and `dsh models` work, with configuration files; `dsh acp` is
+//! not there yet, and clap reports it as an unknown command.
 
 mod args;
 mod compose;
@@ -15,6 +15,7 @@ mod config;
 mod exit;
 mod file;
 mod model;
+mod models;
 mod prompt;
 mod render;
 mod run;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Run(args) => run::run(&cli.global, args).await,
             Command::Config { json } => config::config(&cli.global, *json),
+            Command::Models { json } => models::models(&cli.global, *json).await,
             Command::Sessions { command } => sessions::sessions(&cli.global, command).await,
         }
     });

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_kernel::Plugin;
-use dsh_llm_openai::{ApiKey, MaxTokensField, OpenAiConfig, OpenAiConfigError, OpenAiPlugin};
+use dsh_llm_openai::{
+    ApiKey, MaxTokensField, OpenAiConfig, OpenAiConfigError, OpenAiModel, OpenAiPlugin,
+};
 use dsh_llm_replay::{ReplayModel, ReplayPlugin, ReplayScript};
 
 use crate::exit::Failure;
@@ -64,7 +66,8 @@ fn replay(name: &str) -> Result<Chosen, Failure> {
     })
 }
 
-fn server(settings: &Settings) -> Result<Chosen, Failure> {
+/// The OpenAI-compatible model the settings describe, or why they are refused.
+pub fn server_model(settings: &Settings) -> Result<OpenAiModel, Failure> {
     let mut config = OpenAiConfig::deepseek(None);
     config.base_url = settings.base_url.value.clone();
     config.model = settings.model.value.clone();
@@ -85,13 +88,17 @@ fn server(settings: &Settings) -> Result<Chosen, Failure> {
             .filter(|k| !k.is_empty())
             .map(ApiKey::new);
     }
-    let plugin = OpenAiPlugin::new(config).map_err(|e| match e {
+    OpenAiModel::new(config).map_err(|e| match e {
         OpenAiConfigError::MissingApiKey if !var.is_empty() => missing_key(settings),
         other => Failure::config(format!(
             "{} ({}): {other}",
             settings.base_url.value, settings.base_url.source
         )),
-    })?;
+    })
+}
+
+fn server(settings: &Settings) -> Result<Chosen, Failure> {
+    let plugin = OpenAiPlugin::from_model(server_model(settings)?);
     let host = url::Url::parse(&settings.base_url.value)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))

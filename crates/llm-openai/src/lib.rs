@@ -19,6 +19,7 @@ mod config;
 mod decode;
 mod encode;
 mod model;
+mod models;
 mod plugin;
 mod sse;
 mod unknown_model;

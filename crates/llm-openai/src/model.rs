@@ -101,11 +101,36 @@ impl OpenAiModel {
     }
 }
 
+impl OpenAiModel {
+    /// `GET <base>/models` with the model's headers (the key included).
+    pub(crate) fn models_request(&self) -> reqwest::RequestBuilder {
+        let base = self.inner.config.base_url.trim_end_matches('/');
+        let mut headers = self.inner.headers.clone();
+        headers.remove(reqwest::header::CONTENT_TYPE);
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
+        self.inner
+            .client
+            .get(format!("{base}/models"))
+            .headers(headers)
+    }
+
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        self.inner.config.idle_timeout
+    }
+
+    pub(crate) fn scrub_error(&self, error: ModelError) -> ModelError {
+        self.inner.scrub(error)
+    }
+}
+
 fn transport(message: impl Into<String>) -> ModelError {
     ModelError::new(ModelErrorKind::Transport, message)
 }
 
-fn kind_for_status(status: u16, body_code: Option<&str>) -> ModelErrorKind {
+pub(crate) fn kind_for_status(status: u16, body_code: Option<&str>) -> ModelErrorKind {
     match status {
         401 | 403 => ModelErrorKind::Auth,
         402 => ModelErrorKind::InsufficientBalance,

@@ -23,6 +23,11 @@ impl OpenAiPlugin {
         })
     }
 
+    /// A plugin providing `model`, built (and so checked) by the host.
+    pub fn from_model(model: OpenAiModel) -> OpenAiPlugin {
+        OpenAiPlugin { model }
+    }
+
     /// The model the plugin provides.
     pub fn model(&self) -> &OpenAiModel {
         &self.model

@@ -120,3 +120,41 @@ fn a_keyless_server_on_the_network_is_accepted_only_when_declared_so() {
     config.keyless = true;
     assert!(OpenAiModel::new(config).is_ok());
 }
+
+#[tokio::test]
+async fn the_model_list_is_read_from_get_models_with_the_key() {
+    let server = MockModelServer::start(vec![
+        MockResponse::status(200)
+            .header("content-type", "application/json")
+            .body(r#"{"object":"list","data":[{"id":"deepseek-v4-pro","object":"model"},{"id":"deepseek-flash","object":"model"}]}"#),
+        MockResponse::status(401)
+            .header("content-type", "application/json")
+            .body(r#"{"error":{"message":"bad key"}}"#),
+        MockResponse::status(200).body("not json"),
+    ])
+    .await;
+    let model = model(&server);
+    let ids = model.list_models(CancellationToken::new()).await.unwrap();
+    assert_eq!(ids, ["deepseek-flash", "deepseek-v4-pro"]);
+    let request = &server.requests()[0];
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert!(
+        request
+            .header("authorization")
+            .is_some_and(|v| v.starts_with("Bearer "))
+    );
+    let denied = model
+        .list_models(CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind, ModelErrorKind::Auth);
+    let garbled = model
+        .list_models(CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(garbled.kind, ModelErrorKind::Protocol);
+    server.verify();
+}
