@@ -227,3 +227,49 @@ async fn a_real_server_on_loopback_answers_without_a_key() {
     assert!(request.header("authorization").is_none());
     server.verify();
 }
+
+#[test]
+fn continue_resumes_the_newest_session_of_this_directory_and_a_prefix_names_one() {
+    let sandbox = Sandbox::new();
+    let none = sandbox
+        .dsh(["run", "-c", "--replay", "demo", "again"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        text(&none.stderr).contains("no session was started in"),
+        "{}",
+        text(&none.stderr)
+    );
+    assert!(sandbox.logs().is_empty());
+    let first = sandbox
+        .dsh(["run", "--replay", "demo", DEMO_PROMPT])
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0));
+    let log = sandbox.logs().remove(0);
+    let id = log.file_stem().unwrap().to_string_lossy().into_owned();
+    let resumed = sandbox
+        .dsh(["run", "-c", "--replay", "demo", "again"])
+        .output()
+        .unwrap();
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
+    let banner = text(&resumed.stderr);
+    assert!(
+        banner.contains(&format!("session {id} (resumed)")),
+        "{banner}"
+    );
+    assert!(banner.contains("bash runs without asking"), "{banner}");
+    let by_prefix = sandbox
+        .dsh(["run", "--session", &id[..8], "--replay", "demo", "third"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        by_prefix.status.code(),
+        Some(0),
+        "{}",
+        text(&by_prefix.stderr)
+    );
+    let stored = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(stored.matches("\"type\":\"turn/end\"").count(), 3);
+}

@@ -114,9 +114,13 @@ pub enum SessionsCommand {
 pub struct RunArgs {
     /// The prompt; `-` reads stdin. Without it, piped stdin or the replay script's prompt.
     pub prompt: Option<String>,
-    /// Resume a stored session (its full id) and append one turn.
-    #[arg(long, value_name = "ID")]
+    /// Resume a stored session (its id, or a unique prefix of 8+ characters) and append one
+    /// turn.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_here")]
     pub session: Option<String>,
+    /// Resume the newest session started in the current directory.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_here: bool,
     /// One JSON object per line on stdout instead of text.
     #[arg(long)]
     pub json: bool,

@@ -13,7 +13,11 @@ use dsh_agent::{
     AgentHandle, AgentRegistry, CancelCause, CreateAgent, ResumeAgent, TurnOutcome, UserMessage,
 };
 use dsh_kernel::Runtime;
-use dsh_session::{Interest, SessionId, SessionStore, TurnEndReason};
+use std::path::Path;
+
+use dsh_session::{
+    Interest, ListQuery, SessionId, SessionPersistence, SessionStore, TurnEndReason,
+};
 use dsh_shell_local::LocalShellExecutor;
 use serde_json::json;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -65,11 +69,20 @@ pub fn report(failure: &Failure, view: View) -> u8 {
     failure.status
 }
 
+/// Which session the turn goes to.
+enum Target {
+    New,
+    /// `--session`: an id or a unique prefix.
+    Named(String),
+    /// `--continue`: the newest session of the working directory.
+    Newest,
+}
+
 struct Prepared {
     settings: Settings,
     chosen: model::Chosen,
     prompt: String,
-    session: Option<SessionId>,
+    target: Target,
 }
 
 async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
@@ -78,18 +91,17 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         eprintln!("warning: --model is ignored with --replay");
     }
     let chosen = model::choose(&settings)?;
-    let session = match &args.session {
-        Some(id) => Some(
-            SessionId::parse(id).map_err(|e| Failure::usage(format!("--session {id:?}: {e}")))?,
-        ),
-        None => None,
+    let target = match (&args.session, args.continue_here) {
+        (Some(id), _) => Target::Named(id.clone()),
+        (None, true) => Target::Newest,
+        (None, false) => Target::New,
     };
     let prompt = crate::prompt::resolve(args.prompt.as_deref(), chosen.script_prompt.as_deref())?;
     Ok(Prepared {
         settings,
         chosen,
         prompt,
-        session,
+        target,
     })
 }
 
@@ -120,7 +132,7 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
     let status = turn(
         &runtime,
         &prepared.prompt,
-        prepared.session,
+        prepared.target,
         view,
         &label,
         &sessions,
@@ -136,10 +148,54 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
     status
 }
 
+/// The stored session `target` names, if it names one.
+async fn find(
+    runtime: &Runtime,
+    target: &Target,
+    sessions: &Path,
+) -> Result<Option<SessionId>, Failure> {
+    let persistence = || {
+        runtime
+            .scope()
+            .require::<dyn SessionPersistence>()
+            .map_err(|e| Failure::internal(format!("no session storage: {e}")))
+    };
+    match target {
+        Target::New => Ok(None),
+        Target::Named(arg) => Ok(Some(
+            crate::sessions::resolve(&*persistence()?, sessions, arg).await?,
+        )),
+        Target::Newest => {
+            let cwd = std::env::current_dir().map_err(|e| {
+                Failure::internal(format!("cannot read the working directory: {e}"))
+            })?;
+            let cwd = cwd.display().to_string();
+            let listing = persistence()?
+                .list(&ListQuery {
+                    cwd: Some(cwd.clone()),
+                })
+                .await
+                .map_err(|e| Failure::internal(e.to_string()))?;
+            match listing.sessions.first() {
+                Some(newest) => Ok(Some(newest.header.id.clone())),
+                None => Err(Failure {
+                    status: 1,
+                    code: "unknown_session",
+                    message: format!(
+                        "no session was started in {cwd}; run without -c to start one"
+                    ),
+                }),
+            }
+        }
+    }
+}
+
 async fn start(
     runtime: &Runtime,
-    session: Option<SessionId>,
+    target: &Target,
+    sessions: &Path,
 ) -> Result<(AgentHandle, bool), Failure> {
+    let session = find(runtime, target, sessions).await?;
     let registry = runtime
         .scope()
         .require::<dyn AgentRegistry>()
@@ -164,12 +220,12 @@ async fn start(
 async fn turn(
     runtime: &Arc<Runtime>,
     prompt: &str,
-    session: Option<SessionId>,
+    target: Target,
     view: View,
     label: &str,
-    sessions: &std::path::Path,
+    sessions: &Path,
 ) -> u8 {
-    let (handle, resumed) = match start(runtime, session).await {
+    let (handle, resumed) = match start(runtime, &target, sessions).await {
         Ok(started) => started,
         Err(failure) => return report(&failure, view),
     };
@@ -197,7 +253,12 @@ async fn turn(
         );
     }
     let how = if resumed { "resumed" } else { "new" };
-    eprintln!("dsh · session {id} ({how}) · {label}");
+    let recorded = agent.session().header().cwd.clone();
+    let elsewhere = match std::env::current_dir() {
+        Ok(here) if here.display().to_string() != recorded => format!(" · cwd {recorded}"),
+        _ => String::new(),
+    };
+    eprintln!("dsh · session {id} ({how}){elsewhere} · {label} · bash runs without asking");
     if view == View::Json {
         renderer.json_line(&json!({
             "type": "session",

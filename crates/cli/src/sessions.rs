@@ -208,7 +208,7 @@ fn ids_of(s: &SessionSummary) -> String {
 }
 
 /// The session an argument names: a full id directly, else a unique prefix.
-async fn resolve(
+pub async fn resolve(
     persistence: &dyn SessionPersistence,
     dir: &std::path::Path,
     arg: &str,
