@@ -260,13 +260,23 @@ async fn turn(
     };
     eprintln!("dsh · session {id} ({how}){elsewhere} · {label} · bash runs without asking");
     if view == View::Json {
+        let info = runtime
+            .scope()
+            .require::<dyn dsh_llm::Model>()
+            .ok()
+            .map(|m| json!(m.info()));
+        let path = match runtime.scope().require::<dyn SessionPersistence>() {
+            Ok(p) => p.locate(&id).await.ok().flatten().and_then(|l| l.path),
+            Err(_) => None,
+        };
         renderer.json_line(&json!({
             "type": "session",
             "schema_version": 1,
             "session_id": id.to_string(),
             "resumed": resumed,
-            "model": label,
+            "model": info,
             "data_dir": sessions.parent().map(|p| p.display().to_string()),
+            "path": path.map(|p| p.display().to_string()),
         }));
     }
     let ticket = match agent.send(UserMessage::user(prompt)) {
