@@ -15,15 +15,23 @@ pub fn binary() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "dsh", "--bin", "dsh"])
-            .status();
+        // Benchmarks run from target/release and measure the release binary.
+        let exe = std::env::current_exe().unwrap_or_default();
+        let release = exe
+            .parent()
+            .and_then(Path::parent)
+            .is_some_and(|dir| dir.ends_with("release"));
+        let mut build = Command::new(cargo);
+        build.args(["build", "--quiet", "-p", "dsh", "--bin", "dsh"]);
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status();
         assert!(
             status.is_ok_and(|s| s.success()),
             "building the dsh binary failed"
         );
         // …/target/<profile>/deps/<test> → …/target/<profile>/dsh
-        let exe = std::env::current_exe().unwrap_or_default();
         let profile_dir = exe
             .parent()
             .and_then(Path::parent)
