@@ -75,7 +75,26 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut command = Command::new(binary());
+        self.in_sandbox(Command::new(binary()), args)
+    }
+
+    /// `dsh <args>` as [`Sandbox::dsh`] starts it, in a new session of its own
+    /// (`setsid`), so it has no controlling terminal even when the tests have one.
+    pub fn dsh_without_terminal<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut setsid = Command::new("setsid");
+        setsid.arg("--wait").arg(binary());
+        self.in_sandbox(setsid, args)
+    }
+
+    fn in_sandbox<I, S>(&self, mut command: Command, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
         command
             .current_dir(self.work())
             .env_clear()
@@ -86,6 +105,26 @@ impl Sandbox {
             .args(args)
             .stdin(Stdio::null());
         command
+    }
+
+    /// Writes a replay script with these entries to the sandbox; returns its path for
+    /// `--replay`.
+    pub fn script(&self, name: &str, entries: serde_json::Value) -> String {
+        let path = self.root.path().join(format!("{name}.json"));
+        let script = serde_json::json!({"version": 1, "name": name, "entries": entries});
+        std::fs::write(&path, script.to_string()).unwrap_or_else(|e| panic!("write script: {e}"));
+        path.display().to_string()
+    }
+
+    /// The id of the first session log found (most tests store exactly one).
+    pub fn first_session_id(&self) -> String {
+        let logs = self.logs();
+        let log = logs
+            .first()
+            .unwrap_or_else(|| panic!("no session log was stored"));
+        log.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// Every session log under the data directory.

@@ -273,3 +273,28 @@ fn continue_resumes_the_newest_session_of_this_directory_and_a_prefix_names_one(
     let stored = std::fs::read_to_string(&log).unwrap();
     assert_eq!(stored.matches("\"type\":\"turn/end\"").count(), 3);
 }
+
+#[test]
+fn permission_ask_without_a_terminal_denies_every_call() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "touch",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": "touch made.txt"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let out = sandbox
+        .dsh_without_terminal(["run", "--permission", "ask", "--replay", &script, "go"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!sandbox.work().join("made.txt").exists(), "{stderr}");
+    assert!(
+        stderr.contains("there is no terminal to ask on"),
+        "{stderr}"
+    );
+    assert_eq!(stdout.trim(), "done");
+}

@@ -92,11 +92,7 @@ impl Running {
 }
 
 fn show_loads(sandbox: &Sandbox) -> String {
-    let id = sandbox.logs()[0]
-        .file_stem()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let id = sandbox.first_session_id();
     let out = sandbox.dsh(["sessions", "show", &id]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     text(&out.stdout)
@@ -177,4 +173,69 @@ async fn a_closed_stdout_ends_the_run_with_141_without_a_panic() {
     assert_eq!(out.status.code(), Some(141), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     show_loads(&sandbox);
+}
+
+#[tokio::test]
+async fn a_completed_run_leaves_no_background_task_behind() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let script = sandbox.script(
+        "background",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {
+                "command": format!("sleep 1000.{m} & sleep 1000.{m}; wait"),
+                "run_in_background": true}}}]},
+            {"stream": [{"text": "started"}], "finish": "stop"}
+        ]),
+    );
+    let out = sandbox
+        .dsh(["run", "--replay", &script, "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "started");
+    all_gone(&m).await;
+}
+
+#[tokio::test]
+async fn after_a_sigkill_the_session_shows_the_turn_interrupted_and_resumes() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let mut run = Running::start(&sandbox, &format!("sleep 1000.{m}"));
+    run.expect("$ sleep");
+    eventually("the tool runs", || sleepers(&m) == 1).await;
+    run.signal("KILL");
+    let (code, _) = run.wait();
+    assert_eq!(code, None, "killed by a signal");
+    // Nothing ran dsh's shutdown, so the tool outlives it (see the composition-root RFC);
+    // this test only cleans it up.
+    for pid in dsh_test_support::processes::alive(&m) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    all_gone(&m).await;
+
+    let shown = show_loads(&sandbox);
+    assert!(shown.contains("$ sleep 1000."), "{shown}");
+    assert!(shown.contains("[interrupted]"), "{shown}");
+
+    let id = sandbox.first_session_id();
+    let answer = sandbox.script(
+        "answer",
+        serde_json::json!([{"stream": [{"text": "back again"}], "finish": "stop"}]),
+    );
+    let out = sandbox
+        .dsh(["run", "--session", &id, "--replay", &answer, "again"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "back again");
+    let shown = show_loads(&sandbox);
+    let interrupted = shown
+        .find("[interrupted]")
+        .expect("the first turn is still marked");
+    let answered = shown.find("back again").expect("the second turn is shown");
+    assert!(interrupted < answered, "{shown}");
+    assert_eq!(sandbox.logs().len(), 1, "resumed in the same log");
 }

@@ -139,3 +139,85 @@ async fn ctrl_c_typed_on_the_terminal_cancels_the_turn_and_reaches_only_dsh() {
     assert!(seen.contains("dsh · cancelled"), "{seen}");
     all_gone(&m).await;
 }
+
+/// A script whose only call creates `made.txt`, then answers "done".
+fn touching_script(sandbox: &Sandbox) -> String {
+    sandbox.script(
+        "touch",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": "touch made.txt && echo made it"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    )
+}
+
+#[test]
+fn permission_ask_runs_the_call_only_after_yes_on_the_terminal() {
+    let sandbox = Sandbox::new();
+    let script = touching_script(&sandbox);
+    let mut term = Terminal::run(
+        &sandbox,
+        &["run", "--permission", "ask", "--replay", &script, "go"],
+    );
+    term.expect("bash asks before each call");
+    term.expect("dsh · allow bash: touch made.txt && echo made it? [y/N] ");
+    assert!(
+        !sandbox.work().join("made.txt").exists(),
+        "ran before the answer"
+    );
+    term.type_keys(b"y\r");
+    term.expect("made it");
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+    assert!(sandbox.work().join("made.txt").exists());
+    assert!(seen.contains("done"), "{seen}");
+}
+
+#[test]
+fn permission_ask_declined_tells_the_model_and_runs_nothing() {
+    let sandbox = Sandbox::new();
+    let script = touching_script(&sandbox);
+    let mut term = Terminal::run(
+        &sandbox,
+        &["run", "--permission", "ask", "--replay", &script, "go"],
+    );
+    term.expect("? [y/N] ");
+    term.type_keys(b"n\r");
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+    assert!(!sandbox.work().join("made.txt").exists(), "{seen}");
+    assert!(
+        seen.contains("declined this call: they answered no on the terminal"),
+        "{seen}"
+    );
+    assert!(!seen.contains("\nmade it"), "{seen}");
+    assert!(seen.contains("done"), "{seen}");
+}
+
+#[test]
+fn a_turn_on_the_terminal_reads_as_a_person_sees_it() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "tour",
+        serde_json::json!([
+            {"stream": [
+                {"reasoning": "Two lines, then a failure."},
+                {"text": "Let me check."},
+                {"tool_call": {"name": "bash",
+                    "arguments": {"command": "printf 'one\\ntwo\\n'; echo oops >&2; exit 3"}}}
+            ]},
+            {"stream": [{"text": "It printed two lines and failed with status 3."}],
+             "finish": "stop"}
+        ]),
+    );
+    let term = Terminal::run(&sandbox, &["run", "--replay", &script, "go"]);
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+    insta::with_settings!({filters => vec![
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[session id]"),
+        (r"· \d+(\.\d+)? s\]", "· [seconds] s]"),
+    ]}, {
+        insta::assert_snapshot!(seen.replace("\r\n", "\n"));
+    });
+}

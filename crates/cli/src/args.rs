@@ -130,6 +130,19 @@ pub struct RunArgs {
     /// Model calls per turn, 1..=10000 (default 50).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_steps: Option<u32>,
+    /// Whether bash asks on the terminal before each call (`ask` denies without a
+    /// terminal).
+    #[arg(long, value_enum, default_value_t = Permission::Allow)]
+    pub permission: Permission,
+}
+
+/// `--permission`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Permission {
+    /// Ask on the controlling terminal before each bash call; deny when there is none.
+    Ask,
+    /// Run tools without asking.
+    Allow,
 }
 
 /// `--color`.

@@ -9,7 +9,10 @@
 //! `dsh sessions`, `dsh config` and `dsh models` work, with configuration files; `dsh acp` is
 //! not there yet, and clap reports it as an unknown command.
 
+use std::io::IsTerminal;
+
 mod args;
+mod ask;
 mod compose;
 mod config;
 mod exit;
@@ -67,8 +70,13 @@ fn init_logs(verbose: u8) {
             _ => "trace",
         }),
     };
+    // Escape codes only where a person reads them: not in a captured log file.
+    let ansi = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb");
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -19,10 +19,12 @@ use dsh_session::{
     Interest, ListQuery, SessionId, SessionPersistence, SessionStore, TurnEndReason,
 };
 use dsh_shell_local::LocalShellExecutor;
+use dsh_tools::ApprovalGate;
 use serde_json::json;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::args::{ColorChoice, Global, RunArgs};
+use crate::args::{ColorChoice, Global, Permission, RunArgs};
+use crate::ask::TerminalGate;
 use crate::exit::{self, Failure};
 use crate::model;
 use crate::render::{Renderer, View};
@@ -83,6 +85,8 @@ struct Prepared {
     chosen: model::Chosen,
     prompt: String,
     target: Target,
+    /// `--permission ask`: the terminal's say before each gated call.
+    approval: Option<Arc<dyn ApprovalGate>>,
 }
 
 async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
@@ -97,11 +101,16 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         (None, false) => Target::New,
     };
     let prompt = crate::prompt::resolve(args.prompt.as_deref(), chosen.script_prompt.as_deref())?;
+    let approval = match args.permission {
+        Permission::Ask => Some(Arc::new(TerminalGate::default()) as Arc<dyn ApprovalGate>),
+        Permission::Allow => None,
+    };
     Ok(Prepared {
         settings,
         chosen,
         prompt,
         target,
+        approval,
     })
 }
 
@@ -132,7 +141,10 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
     let status = turn(
         &runtime,
         &prepared.prompt,
-        prepared.target,
+        Start {
+            target: prepared.target,
+            approval: prepared.approval,
+        },
         view,
         &label,
         &sessions,
@@ -190,12 +202,18 @@ async fn find(
     }
 }
 
+/// Which session the turn goes to, and who approves its calls.
+struct Start {
+    target: Target,
+    approval: Option<Arc<dyn ApprovalGate>>,
+}
+
 async fn start(
     runtime: &Runtime,
-    target: &Target,
+    how: Start,
     sessions: &Path,
 ) -> Result<(AgentHandle, bool), Failure> {
-    let session = find(runtime, target, sessions).await?;
+    let session = find(runtime, &how.target, sessions).await?;
     let registry = runtime
         .scope()
         .require::<dyn AgentRegistry>()
@@ -204,28 +222,41 @@ async fn start(
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::internal(format!("cannot read the working directory: {e}")))?;
     match session {
-        Some(id) => registry
-            .resume(ResumeAgent::new(owner, id.clone()))
-            .await
-            .map(|h| (h, true))
-            .map_err(|e| Failure::internal(format!("cannot resume session {id}: {e}"))),
-        None => registry
-            .create(CreateAgent::new(owner).with_cwd(cwd))
-            .await
-            .map(|h| (h, false))
-            .map_err(|e| Failure::internal(format!("cannot create a session: {e}"))),
+        Some(id) => {
+            let mut resume = ResumeAgent::new(owner, id.clone());
+            if let Some(gate) = how.approval {
+                resume = resume.with_approval(gate);
+            }
+            registry
+                .resume(resume)
+                .await
+                .map(|h| (h, true))
+                .map_err(|e| Failure::internal(format!("cannot resume session {id}: {e}")))
+        }
+        None => {
+            let mut create = CreateAgent::new(owner).with_cwd(cwd);
+            if let Some(gate) = how.approval {
+                create = create.with_approval(gate);
+            }
+            registry
+                .create(create)
+                .await
+                .map(|h| (h, false))
+                .map_err(|e| Failure::internal(format!("cannot create a session: {e}")))
+        }
     }
 }
 
 async fn turn(
     runtime: &Arc<Runtime>,
     prompt: &str,
-    target: Target,
+    how: Start,
     view: View,
     label: &str,
     sessions: &Path,
 ) -> u8 {
-    let (handle, resumed) = match start(runtime, &target, sessions).await {
+    let asks = how.approval.is_some();
+    let (handle, resumed) = match start(runtime, how, sessions).await {
         Ok(started) => started,
         Err(failure) => return report(&failure, view),
     };
@@ -258,7 +289,12 @@ async fn turn(
         Ok(here) if here.display().to_string() != recorded => format!(" · cwd {recorded}"),
         _ => String::new(),
     };
-    eprintln!("dsh · session {id} ({how}){elsewhere} · {label} · bash runs without asking");
+    let permission = if asks {
+        "bash asks before each call"
+    } else {
+        "bash runs without asking"
+    };
+    eprintln!("dsh · session {id} ({how}){elsewhere} · {label} · {permission}");
     if view == View::Json {
         let info = runtime
             .scope()

@@ -1,0 +1,171 @@
+//! `dsh run --permission ask`: the user approves each gated tool call on the controlling
+//! terminal.
+//!
+//! The question goes to `/dev/tty`, not to stdout or stderr, so it reaches the person even
+//! when the output is piped (`dsh run --permission ask "…" > answer.md`), and it never
+//! mixes into what a script reads. Without a terminal there is nobody to ask, and the call
+//! is denied: a gate that cannot ask must never allow.
+//!
+//! The terminal is read without blocking a thread (a non-blocking descriptor of its own,
+//! polled by the reactor), so a cancelled turn withdraws the question at once and no reader
+//! is left behind to swallow the next line the user types.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+
+use async_trait::async_trait;
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::sync::Mutex;
+
+/// The longest rendering of a call shown in the question; the rest is elided.
+const SHOWN: usize = 2000;
+/// The longest answer line read; a longer one is a "no".
+const ANSWER_LIMIT: usize = 4096;
+
+/// Asks on the controlling terminal before each gated call, one question at a time.
+#[derive(Default)]
+pub struct TerminalGate {
+    /// Questions never interleave, even if two agents asked at once.
+    one_at_a_time: Mutex<()>,
+}
+
+#[async_trait]
+impl ApprovalGate for TerminalGate {
+    async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
+        let _turn = self.one_at_a_time.lock().await;
+        let question = question(&request);
+        tokio::select! {
+            biased;
+            () = request.cancel.cancelled() => ApprovalDecision::Cancelled,
+            answer = ask(&question) => match answer {
+                Ok(true) => ApprovalDecision::Allow,
+                Ok(false) => ApprovalDecision::Reject {
+                    reason: "they answered no on the terminal".into(),
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, "no terminal to ask on; the call is denied");
+                    ApprovalDecision::Reject {
+                        reason: "dsh runs with --permission ask and there is no terminal to \
+                                 ask on"
+                            .into(),
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// `dsh · allow bash: ls -la? [y/N] `: bash shows its command, other tools their arguments.
+fn question(request: &ApprovalRequest) -> String {
+    let shown = match request.arguments.get("command").and_then(|c| c.as_str()) {
+        Some(command) if request.tool == "bash" => command.to_owned(),
+        _ => request.arguments.to_string(),
+    };
+    let shown = elide(shown.trim_end());
+    format!("dsh · allow {}: {shown}? [y/N] ", request.tool)
+}
+
+fn elide(text: &str) -> String {
+    match text.char_indices().nth(SHOWN) {
+        Some((at, _)) => format!("{}… ({} more bytes)", &text[..at], text.len() - at),
+        None => text.to_owned(),
+    }
+}
+
+/// Writes the question and reads one line; `y` or `yes` (any case) allows.
+async fn ask(question: &str) -> io::Result<bool> {
+    let (mut to_user, mut from_user) = terminal()?;
+    to_user.write_all(question.as_bytes()).await?;
+    let line = read_line(&mut from_user).await?;
+    let answer = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
+    if line.is_empty() {
+        // End of input (Ctrl-D) left the cursor after the question.
+        to_user.write_all(b"\n").await?;
+    }
+    Ok(answer == "y" || answer == "yes")
+}
+
+/// The controlling terminal, opened twice without blocking and registered with the reactor.
+/// tokio's pipe ends are its safe wrapper for any pollable descriptor that is not a socket;
+/// the unchecked constructors skip only the FIFO check, which a terminal would fail.
+fn terminal() -> io::Result<(pipe::Sender, pipe::Receiver)> {
+    let open = |read: bool| {
+        OpenOptions::new()
+            .read(read)
+            .write(!read)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open("/dev/tty")
+    };
+    let to_user = pipe::Sender::from_file_unchecked(open(false)?)?;
+    let from_user = pipe::Receiver::from_file_unchecked(open(true)?)?;
+    Ok((to_user, from_user))
+}
+
+/// Reads up to the first newline, or to end of input; a terminal in canonical mode hands
+/// over whole lines, but a read may still stop short of one.
+async fn read_line(from_user: &mut pipe::Receiver) -> io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        let n = from_user.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(line);
+        }
+        if let Some(end) = buf[..n].iter().position(|&b| b == b'\n') {
+            line.extend_from_slice(&buf[..end]);
+            return Ok(line);
+        }
+        line.extend_from_slice(&buf[..n]);
+        if line.len() > ANSWER_LIMIT {
+            return Ok(Vec::from(&b"no"[..]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_kernel::CancellationToken;
+
+    fn request(tool: &str, arguments: serde_json::Value) -> ApprovalRequest {
+        ApprovalRequest {
+            session_id: dsh_session::SessionId::mint(),
+            turn: 1,
+            step: 1,
+            call_id: "c1".into(),
+            tool: tool.into(),
+            arguments,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn bash_is_asked_about_by_its_command_and_other_tools_by_their_arguments() {
+        let bash = request("bash", serde_json::json!({"command": "ls -la\n"}));
+        assert_eq!(question(&bash), "dsh · allow bash: ls -la? [y/N] ");
+        let other = request("bash_kill", serde_json::json!({"id": "t1"}));
+        assert_eq!(
+            question(&other),
+            "dsh · allow bash_kill: {\"id\":\"t1\"}? [y/N] "
+        );
+    }
+
+    #[test]
+    fn a_long_command_is_elided_on_a_character_boundary() {
+        let long = "é".repeat(SHOWN + 10);
+        let shown = elide(&long);
+        assert!(shown.starts_with(&"é".repeat(SHOWN)));
+        assert!(shown.ends_with("… (20 more bytes)"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_turn_withdraws_the_question() {
+        let gate = TerminalGate::default();
+        let asked = request("bash", serde_json::json!({"command": "true"}));
+        asked.cancel.cancel();
+        assert_eq!(gate.decide(asked).await, ApprovalDecision::Cancelled);
+    }
+}
