@@ -298,3 +298,47 @@ fn permission_ask_without_a_terminal_denies_every_call() {
     );
     assert_eq!(stdout.trim(), "done");
 }
+
+#[test]
+fn a_malformed_replay_script_is_refused_with_its_reason_and_nothing_is_created() {
+    let sandbox = Sandbox::new();
+    let cases: [(&str, &[u8]); 4] = [
+        ("truncated.json", b"{\"version\": 1, \"entries\": ["),
+        (
+            "future.json",
+            b"{\"version\": 99, \"name\": \"x\", \"entries\": []}",
+        ),
+        ("binary.json", b"\xff\xfe\x00garbage"),
+        (
+            "wrong.json",
+            b"{\"version\": 1, \"name\": \"x\", \"entries\": [{\"stream\": 3}]}",
+        ),
+    ];
+    for (name, bytes) in cases {
+        let path = sandbox.root.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = sandbox
+            .dsh(["run", "--replay", path.to_str().unwrap(), "hi"])
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(6), "{name}: {stderr}");
+        assert!(
+            stderr.contains(name),
+            "{name}: the error names the file: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        assert!(!sandbox.data().exists(), "{name}: nothing is created");
+    }
+    let out = sandbox
+        .dsh([
+            "run",
+            "--replay",
+            sandbox.root.path().to_str().unwrap(),
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
+    assert!(!sandbox.data().exists());
+}
