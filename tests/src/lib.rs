@@ -6,6 +6,8 @@
 //! variables, so a developer's own configuration or key can never leak into a test.
 #![deny(missing_docs)]
 
+pub mod acp;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;

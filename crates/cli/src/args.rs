@@ -68,6 +68,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors such as Zed.
+    Acp {
+        /// Whether bash asks the editor before each call (default: the `[acp]` file
+        /// setting, else ask).
+        #[arg(long, value_enum)]
+        permission: Option<AcpPermission>,
+    },
     /// Stored sessions: list, show, remove.
     Sessions {
         /// What to do with them.
@@ -134,6 +141,15 @@ pub struct RunArgs {
     /// terminal).
     #[arg(long, value_enum, default_value_t = Permission::Allow)]
     pub permission: Permission,
+}
+
+/// `dsh acp --permission`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AcpPermission {
+    /// Ask the editor before each bash call.
+    Ask,
+    /// Run tools without asking.
+    Allow,
 }
 
 /// `--permission`.

@@ -50,6 +50,10 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
         row("http.max_retries", &s.max_retries),
         row("http.send_reasoning_content", &s.send_reasoning_content),
         row("http.max_tokens_field", &s.max_tokens_field),
+        row("acp.permission", &s.acp_permission),
+        row("acp.max_line_bytes", &s.acp_max_line_bytes),
+        row("acp.cancel_grace_ms", &s.acp_cancel_grace_ms),
+        row("acp.teardown_deadline_ms", &s.acp_teardown_deadline_ms),
     ];
     if let Some(replay) = &s.replay {
         rows.push(row("replay", replay));

@@ -43,11 +43,9 @@ pub struct Http {
     pub headers: BTreeMap<String, Spanned<String>>,
 }
 
-/// `[acp]`, checked now so a file written for `dsh acp` is not refused by `dsh run`; the
-/// bridge that uses these values arrives with `dsh acp`.
+/// `[acp]`: how `dsh acp` serves an editor.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)]
 pub struct Acp {
     pub permission: Option<Spanned<String>>,
     pub max_line_bytes: Option<Spanned<u64>>,
@@ -212,6 +210,21 @@ fn check(loaded: &Loaded) -> Result<(), Failure> {
         && !matches!(p.get_ref().as_str(), "ask" | "allow")
     {
         return Err(loaded.refuse(p, "permission must be \"ask\" or \"allow\""));
+    }
+    if let Some(n) = &f.acp.max_line_bytes
+        && !(1024..=1024 * 1024 * 1024).contains(n.get_ref())
+    {
+        return Err(loaded.refuse(n, "max_line_bytes must be 1024 to 1073741824"));
+    }
+    for (n, what) in [
+        (&f.acp.cancel_grace_ms, "cancel_grace_ms"),
+        (&f.acp.teardown_deadline_ms, "teardown_deadline_ms"),
+    ] {
+        if let Some(n) = n
+            && !(1..=600_000).contains(n.get_ref())
+        {
+            return Err(loaded.refuse(n, &format!("{what} must be 1 to 600000")));
+        }
     }
     for (name, value) in &f.http.headers {
         if reqwest_like_header_ok(name, value.get_ref()).is_err() {

@@ -6,11 +6,12 @@
 //! runtime down, so every session log is closed on every exit path except SIGKILL.
 //!
 //! Status: `dsh run` (offline with `--replay`, or against an OpenAI-compatible server),
-//! `dsh sessions`, `dsh config` and `dsh models` work, with configuration files; `dsh acp` is
-//! not there yet, and clap reports it as an unknown command.
+//! `dsh acp` (the Agent Client Protocol on stdio, for editors), `dsh sessions`, `dsh config`
+//! and `dsh models` work, with configuration files.
 
 use std::io::IsTerminal;
 
+mod acp;
 mod args;
 mod ask;
 mod compose;
@@ -34,7 +35,10 @@ use crate::args::{Cli, Command};
 fn main() -> ExitCode {
     // clap answers --help and --version before any other work.
     let cli = Cli::parse();
-    init_logs(cli.global.verbose);
+    init_logs(
+        cli.global.verbose,
+        matches!(cli.command, Command::Acp { .. }),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
     let status = runtime.block_on(async {
         match &cli.command {
             Command::Run(args) => run::run(&cli.global, args).await,
+            Command::Acp { permission } => acp::acp(&cli.global, *permission).await,
             Command::Config { json } => config::config(&cli.global, *json),
             Command::Models { json } => models::models(&cli.global, *json).await,
             Command::Sessions { command } => sessions::sessions(&cli.global, command).await,
@@ -60,11 +65,13 @@ fn main() -> ExitCode {
 }
 
 /// Logs go to stderr: `DSH_LOG` when set, else `warn` raised by each `-v`.
-fn init_logs(verbose: u8) {
+fn init_logs(verbose: u8, acp: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("DSH_LOG") {
         Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
         _ => EnvFilter::new(match verbose {
+            // An editor shows an agent's stderr as its log: say what happens.
+            0 if acp => "info",
             0 => "warn",
             1 => "debug",
             _ => "trace",

@@ -20,6 +20,8 @@ pub struct Chosen {
     pub label: String,
     pub script_prompt: Option<String>,
     pub replay: Option<Arc<ReplayModel>>,
+    /// The replay script's name, when the model is scripted.
+    pub replay_name: Option<String>,
 }
 
 /// The built-in replay scripts.
@@ -52,6 +54,7 @@ fn replay(name: &str) -> Result<Chosen, Failure> {
         script.name
     );
     let script_prompt = script.prompt.clone();
+    let replay_name = Some(script.name.clone());
     let mut model = ReplayModel::new(script);
     // Every call the script answers, for black-box tests of what dsh sent.
     if let Some(log) = std::env::var_os("DSH_REPLAY_LOG").filter(|v| !v.is_empty()) {
@@ -63,6 +66,7 @@ fn replay(name: &str) -> Result<Chosen, Failure> {
         label,
         script_prompt,
         replay: Some(model),
+        replay_name,
     })
 }
 
@@ -108,6 +112,7 @@ fn server(settings: &Settings) -> Result<Chosen, Failure> {
         label: format!("{} @ {host}", settings.model.value),
         script_prompt: None,
         replay: None,
+        replay_name: None,
     })
 }
 

@@ -85,6 +85,11 @@ pub struct Settings {
     pub send_reasoning_content: Set<bool>,
     pub max_tokens_field: Set<String>,
     pub headers: Vec<(String, String)>,
+    /// `[acp]`: `ask` or `allow` (`dsh acp --permission` overrides it).
+    pub acp_permission: Set<String>,
+    pub acp_max_line_bytes: Set<u64>,
+    pub acp_cancel_grace_ms: Set<u64>,
+    pub acp_teardown_deadline_ms: Set<u64>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -274,6 +279,7 @@ impl Settings {
             .or_else(|| pick.in_file(f.and_then(|f| f.max_steps.as_ref())))
             .or_unset();
         let http = f.map(|f| &f.http);
+        let acp = f.map(|f| &f.acp);
         let settings = Settings {
             config_file,
             data_dir,
@@ -312,6 +318,18 @@ impl Settings {
                         .collect()
                 })
                 .unwrap_or_default(),
+            acp_permission: pick
+                .in_file(acp.and_then(|a| a.permission.as_ref()))
+                .unwrap_or_else(|| default("ask".to_owned())),
+            acp_max_line_bytes: pick
+                .in_file(acp.and_then(|a| a.max_line_bytes.as_ref()))
+                .unwrap_or_else(|| default(32 * 1024 * 1024)),
+            acp_cancel_grace_ms: pick
+                .in_file(acp.and_then(|a| a.cancel_grace_ms.as_ref()))
+                .unwrap_or_else(|| default(5000)),
+            acp_teardown_deadline_ms: pick
+                .in_file(acp.and_then(|a| a.teardown_deadline_ms.as_ref()))
+                .unwrap_or_else(|| default(10_000)),
         };
         Ok(settings)
     }

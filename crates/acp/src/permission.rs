@@ -1,0 +1,131 @@
+//! The approval gate of one session in `ask` mode: each gated call becomes a
+//! `session/request_permission` to the client, sent on the session's ordered path.
+//!
+//! It fails closed: a client error, an unknown option, an undecodable answer, a dismissed
+//! dialog or a closed connection all reject the call. Only the turn's own cancellation
+//! yields `Cancelled` (the call is then aborted, not rejected).
+
+use std::sync::Arc;
+
+use dsh_kernel::async_trait;
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use crate::outgoing::OutgoingTable;
+use crate::record::{Grants, Item};
+use crate::rpc::notification_frame;
+use crate::transport::FrameSender;
+
+/// One session's gate.
+pub(crate) struct SessionGate {
+    pub queue: mpsc::UnboundedSender<Item>,
+    pub grants: Arc<Grants>,
+    pub outgoing: Arc<OutgoingTable>,
+    pub out: FrameSender,
+    /// At most one question per session is outstanding; later calls wait behind it.
+    pub one_at_a_time: Mutex<()>,
+}
+
+#[derive(Deserialize)]
+struct Response {
+    outcome: Outcome,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+enum Outcome {
+    Selected {
+        #[serde(rename = "optionId")]
+        option_id: String,
+    },
+    Cancelled,
+}
+
+const DECLINED: &str = "the user rejected it in the editor";
+const FAILED_CLOSED: &str = "the editor gave no usable answer, so it was refused";
+
+#[async_trait]
+impl ApprovalGate for SessionGate {
+    async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
+        let _turn = self.one_at_a_time.lock().await;
+        if self.grants.always.lock().contains(&request.tool) {
+            // It was announced as waiting before the grant: it runs now.
+            self.allowed(&request);
+            return ApprovalDecision::Allow;
+        }
+        let (reply, asked) = oneshot::channel();
+        let item = Item::Permission {
+            turn: request.turn,
+            step: request.step,
+            call_id: request.call_id.clone(),
+            tool: request.tool.clone(),
+            reply,
+        };
+        if self.queue.send(item).is_err() {
+            return reject(FAILED_CLOSED);
+        }
+        let (id, answer) = tokio::select! {
+            biased;
+            () = request.cancel.cancelled() => return ApprovalDecision::Cancelled,
+            asked = asked => match asked {
+                Ok(Some(sent)) => sent,
+                // No open prompt to attach the question to.
+                _ => return reject(FAILED_CLOSED),
+            },
+        };
+        tokio::select! {
+            biased;
+            () = request.cancel.cancelled() => {
+                self.outgoing.forget(id);
+                // Let the client close its dialog; a notification needs no answer.
+                self.out
+                    .send(notification_frame("$/cancel_request", json!({"requestId": id})))
+                    .await;
+                ApprovalDecision::Cancelled
+            }
+            answer = answer => self.decision(&request, answer.ok()),
+        }
+    }
+}
+
+impl SessionGate {
+    fn allowed(&self, request: &ApprovalRequest) {
+        let _ = self.queue.send(Item::Allowed {
+            turn: request.turn,
+            step: request.step,
+            call_id: request.call_id.clone(),
+        });
+    }
+
+    fn decision(
+        &self,
+        request: &ApprovalRequest,
+        answer: Option<Result<Value, Value>>,
+    ) -> ApprovalDecision {
+        let selected = match answer {
+            Some(Ok(result)) => serde_json::from_value::<Response>(result).ok(),
+            _ => None,
+        };
+        match selected.map(|r| r.outcome) {
+            Some(Outcome::Selected { option_id }) if option_id == "allow_once" => {
+                self.allowed(request);
+                ApprovalDecision::Allow
+            }
+            Some(Outcome::Selected { option_id }) if option_id == "allow_always" => {
+                self.grants.always.lock().insert(request.tool.clone());
+                self.allowed(request);
+                ApprovalDecision::Allow
+            }
+            Some(Outcome::Selected { option_id }) if option_id == "reject_once" => reject(DECLINED),
+            _ => reject(FAILED_CLOSED),
+        }
+    }
+}
+
+fn reject(reason: &str) -> ApprovalDecision {
+    ApprovalDecision::Reject {
+        reason: reason.into(),
+    }
+}

@@ -1,0 +1,371 @@
+//! The session record and its ordered path.
+//!
+//! Every frame about one session — its live updates, its permission requests, its prompt's
+//! response and its load replay — is produced by one task reading one queue. That single
+//! path is what makes the ordering promises hold: a `tool_call` precedes the permission
+//! request naming it, and a prompt's response follows every update of its turn.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol_schema::v1::{
+    PermissionOption, PermissionOptionKind, SessionNotification, SessionUpdate, ToolCallId,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+};
+use dsh_agent::{Agent, AgentHandle, MessageId, TurnOutcome};
+use dsh_session::{EventType, SessionEvent, SessionId};
+use dsh_tools::ToolRegistry;
+use parking_lot::Mutex;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::PermissionMode;
+use crate::outgoing::{Answer, OutgoingTable};
+use crate::render::{RenderCaps, RenderContext, RenderMode, Renderer};
+use crate::rpc::{error_frame, request_frame, result_frame};
+use crate::stop::stop_reason;
+use crate::transport::FrameSender;
+
+/// The prompt a session is working on.
+pub(crate) struct Inflight {
+    /// The `session/prompt` request's id, echoed in its response.
+    pub request_id: Value,
+    /// The message the prompt became; binds the prompt to its turn.
+    pub message_id: MessageId,
+    /// The turn the message entered, once its `user/message` was seen.
+    pub turn: Option<u32>,
+    /// A cancel arrived: the response is `cancelled` whatever the turn becomes.
+    pub cancel_requested: bool,
+}
+
+/// The permission grants of one session (tool names), shared with its gate.
+#[derive(Default)]
+pub(crate) struct Grants {
+    pub always: Mutex<HashSet<String>>,
+}
+
+/// What the ordered path is handed.
+pub(crate) enum Item {
+    /// An event the store published for this session.
+    Event(Arc<SessionEvent>),
+    /// The gate asks about a call: send the request, hand back its id and answer.
+    Permission {
+        turn: u32,
+        step: u32,
+        call_id: String,
+        tool: String,
+        reply: oneshot::Sender<Option<(i64, Answer)>>,
+    },
+    /// An asked-about call was allowed: it is now running.
+    Allowed {
+        turn: u32,
+        step: u32,
+        call_id: String,
+    },
+    /// The prompt's ticket resolved (`None`: the cancel grace ran out first).
+    Settle {
+        message_id: MessageId,
+        outcome: Option<TurnOutcome>,
+    },
+    /// Replay these events for `session/load`, then acknowledge.
+    Replay {
+        events: Arc<[Arc<SessionEvent>]>,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// One live session on the connection.
+pub(crate) struct Record {
+    pub id: SessionId,
+    pub handle: AgentHandle,
+    pub agent: Arc<dyn Agent>,
+    pub cwd: PathBuf,
+    pub caps: RenderCaps,
+    pub grants: Arc<Grants>,
+    pub inflight: Mutex<Option<Inflight>>,
+    /// `true` while no prompt is open; teardown waits on it.
+    pub idle: watch::Sender<bool>,
+    pub queue: mpsc::UnboundedSender<Item>,
+}
+
+impl Record {
+    /// Queues an item; after the path stopped (teardown) nothing is left to render it.
+    pub(crate) fn push(&self, item: Item) {
+        let _ = self.queue.send(item);
+    }
+}
+
+/// What the ordered path needs besides its record.
+pub(crate) struct PathParts {
+    pub out: FrameSender,
+    pub tools: Arc<dyn ToolRegistry>,
+    pub outgoing: Arc<OutgoingTable>,
+    pub mode: PermissionMode,
+}
+
+#[derive(Deserialize)]
+struct TurnOf {
+    turn: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct UserOf {
+    message: MessageOf,
+}
+
+#[derive(Deserialize)]
+struct MessageOf {
+    id: String,
+}
+
+/// Runs the ordered path of `record` until its queue closes.
+pub(crate) async fn ordered_path(
+    record: Arc<Record>,
+    mut items: mpsc::UnboundedReceiver<Item>,
+    parts: PathParts,
+) {
+    let mut live = Renderer::default();
+    while let Some(item) = items.recv().await {
+        match item {
+            Item::Event(event) => {
+                if !bound(&record, &event) {
+                    continue;
+                }
+                let updates = {
+                    let asks = |tool: &str, args: &Value| asks(&parts, &record, tool, args);
+                    let cx = context(&record, &parts, RenderMode::Live, &asks);
+                    live.render(&event, &cx)
+                };
+                send_updates(&parts.out, &record.id, updates).await;
+            }
+            Item::Permission {
+                turn,
+                step,
+                call_id,
+                tool,
+                reply,
+            } => {
+                let open = record
+                    .inflight
+                    .lock()
+                    .as_ref()
+                    .is_some_and(|f| f.turn == Some(turn));
+                let announced = live.announced(turn, step, &call_id).filter(|_| open);
+                let Some(call) = announced else {
+                    let _ = reply.send(None);
+                    continue;
+                };
+                let (id, answer) = parts.outgoing.register();
+                let request = permission_request(&record.id, &tool, call);
+                parts
+                    .out
+                    .send(request_frame(id, "session/request_permission", request))
+                    .await;
+                let _ = reply.send(Some((id, answer)));
+            }
+            Item::Allowed {
+                turn,
+                step,
+                call_id,
+            } => {
+                if let Some(call) = live.announced(turn, step, &call_id)
+                    && live.start(&call.tool_call_id)
+                {
+                    let update = ToolCallUpdate::new(
+                        ToolCallId::new(call.tool_call_id.as_str()),
+                        ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                    );
+                    send_updates(
+                        &parts.out,
+                        &record.id,
+                        vec![SessionUpdate::ToolCallUpdate(update)],
+                    )
+                    .await;
+                }
+            }
+            Item::Settle {
+                message_id,
+                outcome,
+            } => {
+                let settled = {
+                    let mut inflight = record.inflight.lock();
+                    match inflight.as_ref() {
+                        Some(open) if open.message_id == message_id => inflight.take(),
+                        _ => None,
+                    }
+                };
+                let Some(prompt) = settled else { continue };
+                let closures = match prompt.turn {
+                    Some(turn) => live.close_turn(Some(turn)),
+                    None => Vec::new(),
+                };
+                send_updates(&parts.out, &record.id, closures).await;
+                let _ = record.idle.send(true);
+                let frame = match &outcome {
+                    None => {
+                        tracing::warn!(
+                            session = %record.id,
+                            "the turn did not stop within the cancel grace; answered cancelled"
+                        );
+                        result_frame(&prompt.request_id, json!({"stopReason": "cancelled"}))
+                    }
+                    Some(outcome) => match stop_reason(outcome, prompt.cancel_requested) {
+                        Ok(reason) => {
+                            tracing::info!(session = %record.id, stop = ?reason, "prompt settled");
+                            result_frame(&prompt.request_id, json!({"stopReason": reason}))
+                        }
+                        Err(error) => error_frame(&prompt.request_id, &error),
+                    },
+                };
+                parts.out.send(frame).await;
+            }
+            Item::Replay { events, done } => {
+                replay(&record, &parts, &events).await;
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Whether an event belongs to the open prompt's turn; binds the prompt to its turn when
+/// its `user/message` goes by.
+fn bound(record: &Record, event: &SessionEvent) -> bool {
+    let mut inflight = record.inflight.lock();
+    let Some(open) = inflight.as_mut() else {
+        return false;
+    };
+    let Ok(TurnOf { turn: Some(turn) }) = serde_json::from_str::<TurnOf>(event.data.get()) else {
+        return false;
+    };
+    if open.turn.is_none()
+        && event.kind.as_str() == EventType::USER_MESSAGE
+        && serde_json::from_str::<UserOf>(event.data.get())
+            .is_ok_and(|u| u.message.id == open.message_id.as_str())
+    {
+        open.turn = Some(turn);
+    }
+    open.turn == Some(turn)
+}
+
+fn asks(parts: &PathParts, record: &Record, tool: &str, args: &Value) -> bool {
+    parts.mode == PermissionMode::Ask
+        && parts
+            .tools
+            .get(tool)
+            .is_some_and(|t| t.requires_approval(args))
+        && !record.grants.always.lock().contains(tool)
+}
+
+fn context<'a>(
+    record: &'a Record,
+    parts: &'a PathParts,
+    mode: RenderMode,
+    asks: &'a (dyn Fn(&str, &Value) -> bool + Sync),
+) -> RenderContext<'a> {
+    RenderContext {
+        mode,
+        caps: record.caps,
+        cwd: &record.cwd,
+        tools: &*parts.tools,
+        asks,
+    }
+}
+
+/// The stored history through a fresh renderer, with adjacent text (and thought) chunks of
+/// a step joined, so a long session loads in proportion to its messages.
+async fn replay(record: &Record, parts: &PathParts, events: &[Arc<SessionEvent>]) {
+    const JOIN_LIMIT: usize = 1024 * 1024;
+    let mut renderer = Renderer::default();
+    let never = |_: &str, _: &Value| false;
+    let cx = context(record, parts, RenderMode::Replay, &never);
+    let mut pending: Vec<SessionUpdate> = Vec::new();
+    for event in events {
+        for update in renderer.render(event, &cx) {
+            match (pending.last_mut(), &update) {
+                (
+                    Some(SessionUpdate::AgentMessageChunk(last)),
+                    SessionUpdate::AgentMessageChunk(next),
+                )
+                | (
+                    Some(SessionUpdate::AgentThoughtChunk(last)),
+                    SessionUpdate::AgentThoughtChunk(next),
+                ) if joinable(last, next, JOIN_LIMIT) => {
+                    join(last, next);
+                }
+                _ => pending.push(update),
+            }
+        }
+        if event.kind.as_str() == EventType::STEP_END {
+            send_updates(&parts.out, &record.id, std::mem::take(&mut pending)).await;
+        }
+    }
+    pending.extend(renderer.close_turn(None));
+    send_updates(&parts.out, &record.id, pending).await;
+}
+
+fn text_of(chunk: &agent_client_protocol_schema::v1::ContentChunk) -> Option<&str> {
+    match &chunk.content {
+        agent_client_protocol_schema::v1::ContentBlock::Text(text) => Some(&text.text),
+        _ => None,
+    }
+}
+
+fn joinable(
+    last: &agent_client_protocol_schema::v1::ContentChunk,
+    next: &agent_client_protocol_schema::v1::ContentChunk,
+    limit: usize,
+) -> bool {
+    matches!((text_of(last), text_of(next)), (Some(a), Some(b)) if a.len() + b.len() <= limit)
+}
+
+fn join(
+    last: &mut agent_client_protocol_schema::v1::ContentChunk,
+    next: &agent_client_protocol_schema::v1::ContentChunk,
+) {
+    if let (agent_client_protocol_schema::v1::ContentBlock::Text(a), Some(b)) =
+        (&mut last.content, text_of(next))
+    {
+        a.text.push_str(b);
+    }
+}
+
+async fn send_updates(out: &FrameSender, id: &SessionId, updates: Vec<SessionUpdate>) {
+    for update in updates {
+        let notification = SessionNotification::new(id.as_str().to_owned(), update);
+        match serde_json::to_value(&notification) {
+            Ok(params) => {
+                out.send(crate::rpc::notification_frame("session/update", params))
+                    .await;
+            }
+            Err(e) => tracing::error!(error = %e, "an update did not serialise; dropped"),
+        }
+    }
+}
+
+fn permission_request(id: &SessionId, tool: &str, call: crate::render::Announced) -> Value {
+    let options = vec![
+        PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            "allow_always",
+            format!("Always allow {tool} in this session"),
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+    ];
+    let tool_call = ToolCallUpdate::new(
+        ToolCallId::new(call.tool_call_id.as_str()),
+        ToolCallUpdateFields::new()
+            .title(call.title)
+            .kind(call.kind)
+            .status(ToolCallStatus::Pending)
+            .raw_input(call.raw_input)
+            .content(call.content),
+    );
+    json!({
+        "sessionId": id.as_str(),
+        "toolCall": tool_call,
+        "options": options,
+    })
+}

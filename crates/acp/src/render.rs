@@ -1,0 +1,627 @@
+//! Session events → `session/update`s: one pure renderer for live streaming and for
+//! `session/load` replay, so a loaded session reads exactly as it did live.
+//!
+//! The renderer keeps the tool-call table: every call is announced once with a
+//! deterministic id (`<turn>:<step>:<call id>`, suffixed `:2`, `:3` … when a step repeats a
+//! call id), every update follows its announcement, and every call reaches `completed` or
+//! `failed` — at its result, at its turn's end, or when the replay or prompt closes.
+
+use std::collections::{HashMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol_schema::v1::{
+    ContentBlock, ContentChunk, Meta, SessionUpdate, Terminal, ToolCall, ToolCallContent,
+    ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use dsh_session::{EventType, SessionEvent, ToolCallRecord, ToolResultRecord};
+use dsh_tools::{ToolCallView, ToolKindHint, ToolRegistry, ToolResultView};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Tool output placed in one update is cut here, far below the 32 MiB a client accepts per
+/// line, so a frame can never be dropped by the client for its size.
+const OUTPUT_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Live streaming or load replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RenderMode {
+    /// A prompt's turn as it happens.
+    Live,
+    /// A stored session replayed by `session/load`.
+    Replay,
+}
+
+/// What the client asked to see, copied when the session was created or loaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RenderCaps {
+    /// Zed's display-only terminal cards for bash.
+    pub terminal_card: bool,
+}
+
+/// What a render call may consult.
+pub(crate) struct RenderContext<'a> {
+    pub mode: RenderMode,
+    pub caps: RenderCaps,
+    /// The session's directory (relative paths in views join it).
+    pub cwd: &'a Path,
+    pub tools: &'a dyn ToolRegistry,
+    /// Whether a live call of this tool with these arguments will be asked about.
+    pub asks: &'a (dyn Fn(&str, &Value) -> bool + Sync),
+}
+
+/// An announced call without a final status.
+struct OpenCall {
+    turn: u32,
+    record: ToolCallRecord,
+    /// Announced as a terminal card (so its final update carries `terminal_exit`).
+    card: bool,
+    /// The `content` it was announced with (a permission request repeats it).
+    content: Vec<ToolCallContent>,
+    title: String,
+    kind: ToolKind,
+    raw_input: Value,
+    /// Announced as waiting for permission, not yet running.
+    pending: bool,
+}
+
+/// What a permission request repeats of an announced call.
+pub(crate) struct Announced {
+    pub tool_call_id: String,
+    pub title: String,
+    pub kind: ToolKind,
+    pub raw_input: Value,
+    pub content: Vec<ToolCallContent>,
+}
+
+#[derive(Deserialize)]
+struct Position {
+    turn: u32,
+    step: u32,
+}
+
+#[derive(Deserialize)]
+struct UserPayload {
+    turn: u32,
+    step: u32,
+    message: UserBody,
+}
+
+#[derive(Deserialize)]
+struct UserBody {
+    text: String,
+    source: Source,
+}
+
+#[derive(Deserialize)]
+struct Source {
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct ChunkPayload {
+    turn: u32,
+    step: u32,
+    chunk: Chunk,
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    text_delta: Option<String>,
+    reasoning_delta: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MessagePayload {
+    turn: u32,
+    step: u32,
+    message: MessageBody,
+}
+
+#[derive(Deserialize)]
+struct MessageBody {
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    reasoning: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TurnPayload {
+    turn: u32,
+}
+
+/// The renderer's state for one session (live) or one replay.
+#[derive(Default)]
+pub(crate) struct Renderer {
+    open: HashMap<String, OpenCall>,
+    /// Announcement order, so closures come out in a stable order.
+    order: Vec<String>,
+    /// Per step and harness call id: the ACP ids still open, earliest first.
+    by_call: HashMap<(u32, u32, String), Vec<String>>,
+    /// Per step and harness call id: how many calls have used it.
+    used: HashMap<(u32, u32, String), u32>,
+    /// Steps that streamed a chunk since their last committed message.
+    streamed: HashSet<(u32, u32)>,
+    /// Replay: human prompts held until their step shows an answer.
+    held: Vec<((u32, u32), SessionUpdate)>,
+}
+
+impl Renderer {
+    /// The updates for one event.
+    pub(crate) fn render(
+        &mut self,
+        event: &SessionEvent,
+        cx: &RenderContext<'_>,
+    ) -> Vec<SessionUpdate> {
+        let data = event.data.get();
+        let mut out = Vec::new();
+        match event.kind.as_str() {
+            EventType::USER_MESSAGE => {
+                if let Ok(user) = serde_json::from_str::<UserPayload>(data)
+                    && cx.mode == RenderMode::Replay
+                    && user.message.source.kind == "user"
+                {
+                    let update = SessionUpdate::UserMessageChunk(ContentChunk::new(
+                        ContentBlock::from(user.message.text),
+                    ));
+                    self.held.push(((user.turn, user.step), update));
+                }
+            }
+            EventType::ASSISTANT_CHUNK => {
+                if let Ok(chunk) = serde_json::from_str::<ChunkPayload>(data) {
+                    self.release((chunk.turn, chunk.step), &mut out);
+                    self.streamed.insert((chunk.turn, chunk.step));
+                    if let Some(text) = chunk.chunk.reasoning_delta.filter(|t| !t.is_empty()) {
+                        out.push(thought(text));
+                    }
+                    if let Some(text) = chunk.chunk.text_delta.filter(|t| !t.is_empty()) {
+                        out.push(message(text));
+                    }
+                }
+            }
+            EventType::ASSISTANT_MESSAGE => {
+                if let Ok(answer) = serde_json::from_str::<MessagePayload>(data) {
+                    let step = (answer.turn, answer.step);
+                    self.release(step, &mut out);
+                    if !self.streamed.remove(&step) {
+                        if let Some(reasoning) = answer.message.reasoning.filter(|r| !r.is_empty())
+                        {
+                            out.push(thought(reasoning));
+                        }
+                        if !answer.message.content.is_empty() {
+                            out.push(message(answer.message.content));
+                        }
+                    }
+                }
+            }
+            EventType::TOOL_CALL => {
+                if let Ok(call) = serde_json::from_str::<ToolCallRecord>(data) {
+                    self.release((call.turn, call.step), &mut out);
+                    out.push(self.announce(call, cx));
+                }
+            }
+            EventType::TOOL_RESULT => {
+                if let Ok(result) = serde_json::from_str::<ToolResultRecord>(data) {
+                    self.result(result, cx, &mut out);
+                }
+            }
+            EventType::STEP_END => {
+                if let Ok(at) = serde_json::from_str::<Position>(data) {
+                    // A prompt the model never answered is not shown: the model will not
+                    // see it either.
+                    self.held.retain(|(step, _)| *step != (at.turn, at.step));
+                    self.streamed.remove(&(at.turn, at.step));
+                }
+            }
+            EventType::TURN_END => {
+                if let Ok(end) = serde_json::from_str::<TurnPayload>(data) {
+                    out.extend(self.close_turn(Some(end.turn)));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Closes, as failed, every open call of `turn` (every open call when `None`).
+    pub(crate) fn close_turn(&mut self, turn: Option<u32>) -> Vec<SessionUpdate> {
+        let closing: Vec<String> = self
+            .order
+            .iter()
+            .filter(|id| {
+                self.open
+                    .get(*id)
+                    .is_some_and(|call| turn.is_none_or(|t| call.turn == t))
+            })
+            .cloned()
+            .collect();
+        let mut out = Vec::new();
+        for id in closing {
+            if let Some(call) = self.take(&id) {
+                let mut update = ToolCallUpdate::new(
+                    ToolCallId::new(id.as_str()),
+                    ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+                );
+                if call.card {
+                    update = update.meta(exit_meta(&id, None, None));
+                }
+                out.push(SessionUpdate::ToolCallUpdate(update));
+            }
+        }
+        self.held.clear();
+        out
+    }
+
+    /// Marks an announced call as running; true when it had been announced as waiting.
+    pub(crate) fn start(&mut self, tool_call_id: &str) -> bool {
+        match self.open.get_mut(tool_call_id) {
+            Some(call) if call.pending => {
+                call.pending = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The open call a permission request is about: the latest open call of this step with
+    /// this harness id.
+    pub(crate) fn announced(&self, turn: u32, step: u32, call_id: &str) -> Option<Announced> {
+        let ids = self.by_call.get(&(turn, step, call_id.to_owned()))?;
+        let id = ids.last()?;
+        let call = self.open.get(id)?;
+        Some(Announced {
+            tool_call_id: id.clone(),
+            title: call.title.clone(),
+            kind: call.kind,
+            raw_input: call.raw_input.clone(),
+            content: call.content.clone(),
+        })
+    }
+
+    fn release(&mut self, step: (u32, u32), out: &mut Vec<SessionUpdate>) {
+        if self.held.iter().any(|(s, _)| *s == step) {
+            let held = std::mem::take(&mut self.held);
+            for (s, update) in held {
+                if s == step {
+                    out.push(update);
+                } else {
+                    self.held.push((s, update));
+                }
+            }
+        }
+    }
+
+    fn announce(&mut self, call: ToolCallRecord, cx: &RenderContext<'_>) -> SessionUpdate {
+        let key = (call.turn, call.step, call.call_id.clone());
+        let n = self.used.entry(key.clone()).or_insert(0);
+        *n += 1;
+        let id = match *n {
+            1 => format!("{}:{}:{}", call.turn, call.step, call.call_id),
+            n => format!("{}:{}:{}:{n}", call.turn, call.step, call.call_id),
+        };
+        let raw_input = parse_arguments(&call.arguments);
+        let view = present_call(cx.tools, &call);
+        let status = match cx.mode {
+            RenderMode::Live if (cx.asks)(&call.name, &raw_input) => ToolCallStatus::Pending,
+            _ => ToolCallStatus::InProgress,
+        };
+        let (title, kind, content, locations, card, meta) = match view {
+            Some(ToolCallView::Terminal {
+                command,
+                description,
+                cwd,
+                raw_input: _,
+            }) => {
+                let mut content: Vec<ToolCallContent> =
+                    description.into_iter().map(ToolCallContent::from).collect();
+                let mut meta = None;
+                if cx.caps.terminal_card {
+                    content.push(ToolCallContent::Terminal(Terminal::new(id.clone())));
+                    let dir = match cwd {
+                        Some(dir) if dir.is_relative() => cx.cwd.join(dir),
+                        Some(dir) => dir,
+                        None => cx.cwd.to_path_buf(),
+                    };
+                    meta = Some(meta_of(json!({
+                        "terminal_info": {"terminal_id": id, "cwd": dir}
+                    })));
+                }
+                let card = meta.is_some();
+                (command, ToolKind::Execute, content, Vec::new(), card, meta)
+            }
+            Some(ToolCallView::Generic {
+                title,
+                kind,
+                raw_input: _,
+                content,
+                locations,
+            }) => (
+                title,
+                tool_kind(kind),
+                content.into_iter().map(ToolCallContent::from).collect(),
+                locations
+                    .into_iter()
+                    .map(|p| ToolCallLocation::new(absolute(cx.cwd, p)))
+                    .collect(),
+                false,
+                None,
+            ),
+            None => (
+                call.name.clone(),
+                ToolKind::Other,
+                Vec::new(),
+                Vec::new(),
+                false,
+                None,
+            ),
+        };
+        let mut announcement = ToolCall::new(ToolCallId::new(id.as_str()), title.clone())
+            .kind(kind)
+            .status(status)
+            .content(content.clone())
+            .locations(locations)
+            .raw_input(raw_input.clone());
+        if let Some(meta) = meta {
+            announcement = announcement.meta(meta);
+        }
+        self.by_call.entry(key).or_default().push(id.clone());
+        self.order.push(id.clone());
+        self.open.insert(
+            id,
+            OpenCall {
+                turn: call.turn,
+                record: call,
+                card,
+                content,
+                title,
+                kind,
+                raw_input,
+                pending: status == ToolCallStatus::Pending,
+            },
+        );
+        SessionUpdate::ToolCall(announcement)
+    }
+
+    fn result(
+        &mut self,
+        result: ToolResultRecord,
+        cx: &RenderContext<'_>,
+        out: &mut Vec<SessionUpdate>,
+    ) {
+        let key = (result.turn, result.step, result.call_id.clone());
+        let open = self.by_call.get(&key).and_then(|ids| ids.first().cloned());
+        let id = match open {
+            Some(id) => id,
+            None => {
+                // A result whose call this renderer never saw (a repaired log): announce a
+                // stand-in so the update still follows a call.
+                let stand_in = ToolCallRecord {
+                    turn: result.turn,
+                    step: result.step,
+                    call_id: result.call_id.clone(),
+                    name: "tool".into(),
+                    arguments: String::new(),
+                };
+                let key2 = (stand_in.turn, stand_in.step, stand_in.call_id.clone());
+                let n = self.used.entry(key2.clone()).or_insert(0);
+                *n += 1;
+                let id = match *n {
+                    1 => format!("{}:{}:{}", stand_in.turn, stand_in.step, stand_in.call_id),
+                    n => format!(
+                        "{}:{}:{}:{n}",
+                        stand_in.turn, stand_in.step, stand_in.call_id
+                    ),
+                };
+                out.push(SessionUpdate::ToolCall(
+                    ToolCall::new(ToolCallId::new(id.as_str()), "tool")
+                        .kind(ToolKind::Other)
+                        .status(ToolCallStatus::InProgress),
+                ));
+                self.by_call.entry(key2).or_default().push(id.clone());
+                self.order.push(id.clone());
+                self.open.insert(
+                    id.clone(),
+                    OpenCall {
+                        turn: stand_in.turn,
+                        record: stand_in,
+                        card: false,
+                        content: Vec::new(),
+                        title: "tool".into(),
+                        kind: ToolKind::Other,
+                        raw_input: Value::Null,
+                        pending: false,
+                    },
+                );
+                id
+            }
+        };
+        let Some(call) = self.take(&id) else {
+            return;
+        };
+        let view = if result.is_error {
+            None
+        } else {
+            present_result(cx.tools, &call.record, &result)
+        };
+        let tool_call_id = ToolCallId::new(id.as_str());
+        let update = if result.is_error {
+            let update = ToolCallUpdate::new(
+                tool_call_id,
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Failed)
+                    .content(vec![ToolCallContent::from(cap(&result.content))]),
+            );
+            if call.card {
+                update.meta(exit_meta(&id, None, None))
+            } else {
+                update
+            }
+        } else {
+            match view {
+                Some(ToolResultView::Terminal { output, exit }) if call.card => {
+                    let mut meta = exit_meta(&id, exit.exit_code, exit.signal.as_deref());
+                    meta.insert(
+                        "terminal_output".into(),
+                        json!({"terminal_id": id, "data": cap(&output)}),
+                    );
+                    ToolCallUpdate::new(
+                        tool_call_id,
+                        ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
+                    )
+                    .meta(meta)
+                }
+                Some(ToolResultView::Terminal { output, exit }) => ToolCallUpdate::new(
+                    tool_call_id,
+                    ToolCallUpdateFields::new()
+                        .status(ToolCallStatus::Completed)
+                        .content(vec![ToolCallContent::from(console(
+                            &output,
+                            exit.exit_code,
+                            exit.signal.as_deref(),
+                        ))]),
+                ),
+                Some(ToolResultView::Generic { content }) => ToolCallUpdate::new(
+                    tool_call_id,
+                    ToolCallUpdateFields::new()
+                        .status(ToolCallStatus::Completed)
+                        .content(
+                            content
+                                .iter()
+                                .map(|c| ToolCallContent::from(cap(c)))
+                                .collect::<Vec<_>>(),
+                        ),
+                ),
+                None => ToolCallUpdate::new(
+                    tool_call_id,
+                    ToolCallUpdateFields::new()
+                        .status(ToolCallStatus::Completed)
+                        .content(vec![ToolCallContent::from(cap(&result.content))]),
+                ),
+            }
+        };
+        out.push(SessionUpdate::ToolCallUpdate(update));
+    }
+
+    fn take(&mut self, id: &str) -> Option<OpenCall> {
+        let call = self.open.remove(id)?;
+        self.order.retain(|o| o != id);
+        let key = (
+            call.record.turn,
+            call.record.step,
+            call.record.call_id.clone(),
+        );
+        if let Some(ids) = self.by_call.get_mut(&key) {
+            ids.retain(|o| o != id);
+            if ids.is_empty() {
+                self.by_call.remove(&key);
+            }
+        }
+        Some(call)
+    }
+}
+
+fn thought(text: String) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::from(text)))
+}
+
+fn message(text: String) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
+}
+
+/// The arguments as JSON, or the raw text when they are not JSON.
+fn parse_arguments(arguments: &str) -> Value {
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+/// A presenter that panics costs its card, not the prompt.
+fn present_call(tools: &dyn ToolRegistry, call: &ToolCallRecord) -> Option<ToolCallView> {
+    let tool = tools.get(&call.name)?;
+    catch_unwind(AssertUnwindSafe(|| tool.present_call(call))).unwrap_or_else(|_| {
+        tracing::warn!(tool = %call.name, "a tool's call presenter panicked; shown generically");
+        None
+    })
+}
+
+fn present_result(
+    tools: &dyn ToolRegistry,
+    call: &ToolCallRecord,
+    result: &ToolResultRecord,
+) -> Option<ToolResultView> {
+    let tool = tools.get(&call.name)?;
+    catch_unwind(AssertUnwindSafe(|| tool.present_result(call, result))).unwrap_or_else(|_| {
+        tracing::warn!(tool = %call.name, "a tool's result presenter panicked; shown generically");
+        None
+    })
+}
+
+fn tool_kind(hint: ToolKindHint) -> ToolKind {
+    match hint {
+        ToolKindHint::Read => ToolKind::Read,
+        ToolKindHint::Edit => ToolKind::Edit,
+        ToolKindHint::Delete => ToolKind::Delete,
+        ToolKindHint::Move => ToolKind::Move,
+        ToolKindHint::Search => ToolKind::Search,
+        ToolKindHint::Execute => ToolKind::Execute,
+        ToolKindHint::Think => ToolKind::Think,
+        ToolKindHint::Fetch => ToolKind::Fetch,
+        ToolKindHint::Other => ToolKind::Other,
+    }
+}
+
+fn absolute(cwd: &Path, path: PathBuf) -> PathBuf {
+    if path.is_relative() {
+        cwd.join(path)
+    } else {
+        path
+    }
+}
+
+fn meta_of(value: Value) -> Meta {
+    match value {
+        Value::Object(map) => map,
+        _ => Meta::new(),
+    }
+}
+
+fn exit_meta(id: &str, exit_code: Option<i32>, signal: Option<&str>) -> Meta {
+    meta_of(json!({
+        "terminal_exit": {"terminal_id": id, "exit_code": exit_code, "signal": signal}
+    }))
+}
+
+/// Output cut to the frame budget, with a marker saying how much was left out.
+fn cap(text: &str) -> String {
+    if text.len() <= OUTPUT_LIMIT {
+        return text.to_owned();
+    }
+    let mut end = OUTPUT_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n… [{} more bytes not shown]",
+        &text[..end],
+        text.len() - end
+    )
+}
+
+/// Text-mode terminal output: a `console` fence one backtick longer than any run of
+/// backticks in the output, then the exit status when it was not a clean exit.
+pub(crate) fn console(output: &str, exit_code: Option<i32>, signal: Option<&str>) -> String {
+    let output = cap(output);
+    let longest = output.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = if output.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        output.trim_end_matches('\n').to_owned()
+    };
+    let mut text = format!("{fence}console\n{body}\n{fence}");
+    match (exit_code, signal) {
+        (_, Some(signal)) => text.push_str(&format!("\nterminated by signal: {signal}")),
+        (Some(code), None) if code != 0 => text.push_str(&format!("\nexit code: {code}")),
+        _ => {}
+    }
+    text
+}

@@ -1,0 +1,96 @@
+//! JSON-RPC 2.0 values: request ids, error objects and the frames the bridge writes.
+//!
+//! Frames are built as compact JSON text here and nowhere else, so every line the writer
+//! sends has the same envelope, and an id is always echoed exactly as it was received (a
+//! string `"1"` never becomes the number `1`).
+
+use serde_json::{Value, json};
+
+/// The standard codes, and ACP's "resource not found".
+pub(crate) mod code {
+    /// Not JSON, not UTF-8, or over the line limit.
+    pub const PARSE: i32 = -32700;
+    /// A malformed envelope, a batch, or a request before `initialize`.
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// An unknown or unadvertised method.
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Parameters that do not decode or break a rule.
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// A failure inside dsh.
+    pub const INTERNAL: i32 = -32603;
+    /// An unknown session.
+    pub const NOT_FOUND: i32 = -32002;
+}
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcError {
+    /// The code.
+    pub code: i32,
+    /// One short sentence, never holding prompt text, tool output or secrets.
+    pub message: String,
+    /// Structured detail for the client.
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with a code and a message.
+    pub fn new(code: i32, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// The same error with `data`.
+    pub fn with_data(mut self, data: Value) -> RpcError {
+        self.data = Some(data);
+        self
+    }
+
+    /// `-32002` for a session this connection does not know, echoing the id as sent.
+    pub fn session_not_found(session_id: &str) -> RpcError {
+        RpcError::new(code::NOT_FOUND, "Resource not found")
+            .with_data(json!({ "sessionId": session_id }))
+    }
+
+    /// `-32602` naming the field that broke a rule.
+    pub fn bad_field(field: &str, message: impl Into<String>) -> RpcError {
+        RpcError::new(code::INVALID_PARAMS, message).with_data(json!({ "field": field }))
+    }
+
+    /// `-32603` "dsh is shutting down".
+    pub fn shutting_down() -> RpcError {
+        RpcError::new(code::INTERNAL, "dsh is shutting down")
+    }
+
+    /// The error as its JSON object.
+    pub fn to_value(&self) -> Value {
+        let mut object = json!({ "code": self.code, "message": self.message });
+        if let Some(data) = &self.data {
+            object["data"] = data.clone();
+        }
+        object
+    }
+}
+
+/// A response carrying `result`.
+pub fn result_frame(id: &Value, result: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+}
+
+/// A response carrying `error`.
+pub fn error_frame(id: &Value, error: &RpcError) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "error": error.to_value() }).to_string()
+}
+
+/// A request from the bridge to the client.
+pub fn request_frame(id: i64, method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+}
+
+/// A notification from the bridge to the client.
+pub fn notification_frame(method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
+}

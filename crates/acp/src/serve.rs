@@ -1,0 +1,209 @@
+//! Serving one connection: the read loop, the triggers that end it, and the one teardown.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use dsh_agent::CancelCause;
+use dsh_kernel::async_trait;
+use dsh_session::{Interest, Session, SessionEvent, SessionObserver};
+use futures::future::join_all;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::conn::{Conn, State};
+use crate::envelope::classify;
+use crate::outgoing::OutgoingTable;
+use crate::record::Item;
+use crate::rpc::{RpcError, code};
+use crate::transport::{Line, LineReader, writer};
+use crate::{AcpBridge, AcpError};
+
+/// How long the writer may take to flush what is queued at the end.
+const FINAL_FLUSH: Duration = Duration::from_secs(1);
+
+/// What ended a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShutdownReason {
+    /// The client closed its end of the input.
+    InputClosed,
+    /// Reading the input failed.
+    InputError,
+    /// Writing the output failed (the client went away).
+    OutputBroken,
+    /// A signal, by name.
+    Signal(&'static str),
+}
+
+impl std::fmt::Display for ShutdownReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShutdownReason::InputClosed => f.write_str("input-closed"),
+            ShutdownReason::InputError => f.write_str("input-error"),
+            ShutdownReason::OutputBroken => f.write_str("output-broken"),
+            ShutdownReason::Signal(name) => f.write_str(name),
+        }
+    }
+}
+
+/// How a connection ended.
+#[derive(Clone, Debug)]
+pub struct ServeReport {
+    /// The first trigger.
+    pub reason: ShutdownReason,
+    /// Agents still registered after the teardown (0 unless the deadline was hit).
+    pub agents_left: usize,
+    /// Sessions still live after the teardown (0 unless the deadline was hit).
+    pub sessions_left: usize,
+    /// The teardown deadline passed before everything had stopped.
+    pub deadline_hit: bool,
+}
+
+/// Forwards every appended event of a session this connection serves to its ordered path.
+struct Watcher(Weak<Conn>);
+
+#[async_trait]
+impl SessionObserver for Watcher {
+    fn name(&self) -> &str {
+        "acp"
+    }
+
+    fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
+        if let Some(conn) = self.0.upgrade()
+            && let Some(record) = conn.record(session.id().as_str())
+        {
+            record.push(Item::Event(event.clone()));
+        }
+    }
+}
+
+impl AcpBridge {
+    /// Serves one connection until a shutdown trigger (end or failure of the input, a broken
+    /// output, or `shutdown`), runs the teardown, and returns.
+    pub async fn serve<R, W>(
+        self,
+        input: R,
+        output: W,
+        shutdown: impl Future<Output = ShutdownReason> + Send + 'static,
+    ) -> Result<ServeReport, AcpError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let scope = self.scope.child("acp")?;
+        let broken = CancellationToken::new();
+        let (out, write_loop) = writer(output, broken.clone());
+        scope.spawn(write_loop)?;
+        let conn = Arc::new(Conn {
+            config: self.config,
+            services: self.services,
+            out,
+            scope: scope.clone(),
+            state: Mutex::new(State::default()),
+            outgoing: Arc::new(OutgoingTable::default()),
+            setups: TaskTracker::new(),
+            closing: CancellationToken::new(),
+        });
+        if let Err(e) = conn.services.store.subscribe(
+            &scope,
+            Interest::All,
+            Arc::new(Watcher(Arc::downgrade(&conn))),
+        ) {
+            tracing::error!(error = %e, "cannot follow sessions");
+            scope.dispose().await;
+            return Err(AcpError::MissingService("SessionStore subscription"));
+        }
+        let reason = read_until_trigger(&conn, input, &broken, shutdown).await;
+        tracing::info!(%reason, "connection ending");
+        let deadline = conn.config.teardown_deadline;
+        let finished = tokio::time::timeout(deadline, teardown(&conn))
+            .await
+            .is_ok();
+        if !finished {
+            let open: Vec<String> = conn.state.lock().sessions.keys().cloned().collect();
+            tracing::error!(sessions = ?open, "teardown deadline reached before every session stopped");
+        }
+        let agents_left = conn.services.registry.list().len();
+        let sessions_left = conn.services.store.list_live().len();
+        conn.state.lock().sessions.clear();
+        if finished {
+            scope.dispose().await;
+        }
+        tracing::info!(
+            "teardown complete reason={reason} agents={agents_left} sessions={sessions_left}"
+        );
+        Ok(ServeReport {
+            reason,
+            agents_left,
+            sessions_left,
+            deadline_hit: !finished,
+        })
+    }
+}
+
+async fn read_until_trigger<R: AsyncRead + Unpin>(
+    conn: &Arc<Conn>,
+    input: R,
+    broken: &CancellationToken,
+    shutdown: impl Future<Output = ShutdownReason>,
+) -> ShutdownReason {
+    let limit = conn.config.max_line_bytes;
+    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input), limit);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let line = tokio::select! {
+            biased;
+            () = broken.cancelled() => return ShutdownReason::OutputBroken,
+            reason = &mut shutdown => return reason,
+            line = lines.next() => line,
+        };
+        match line {
+            Ok(None) => return ShutdownReason::InputClosed,
+            Err(e) => {
+                tracing::info!(error = %e, "reading the input failed");
+                return ShutdownReason::InputError;
+            }
+            Ok(Some(Line::TooLong)) => conn.reply(
+                Value::Null,
+                Err(RpcError::new(code::PARSE, "message exceeds the line limit")
+                    .with_data(json!({ "limit": limit }))),
+            ),
+            Ok(Some(Line::Text(bytes))) => {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                conn.dispatch(classify(&bytes));
+            }
+        }
+    }
+}
+
+/// Stops everything in order: cancel every turn, let prompts settle, let setups finish,
+/// dispose every agent, fail what still waits for the client, flush.
+async fn teardown(conn: &Arc<Conn>) {
+    conn.closing.cancel();
+    let records: Vec<_> = {
+        let mut state = conn.state.lock();
+        state.closed = true;
+        state.sessions.values().cloned().collect()
+    };
+    for record in &records {
+        crate::handlers::cancel_record(conn, record);
+        record.agent.cancel(CancelCause::User);
+    }
+    let grace = conn.config.cancel_grace;
+    join_all(records.iter().map(|record| {
+        let mut idle = record.idle.subscribe();
+        async move {
+            let _ = tokio::time::timeout(grace * 2, idle.wait_for(|idle| *idle)).await;
+        }
+    }))
+    .await;
+    conn.setups.close();
+    conn.setups.wait().await;
+    join_all(records.iter().map(|record| record.handle.dispose())).await;
+    conn.outgoing.fail_all();
+    let _ = tokio::time::timeout(FINAL_FLUSH, conn.out.close()).await;
+}

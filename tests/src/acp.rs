@@ -1,0 +1,349 @@
+//! `AcpDriver`: the built `dsh acp` over piped stdio, as an editor drives it, with the
+//! protocol's invariants checked on the whole transcript.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::Sandbox;
+
+/// How the driver answers `session/request_permission`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// `allow_once`.
+    Allow,
+    /// `allow_always`.
+    Always,
+    /// `reject_once`.
+    Reject,
+    /// Outcome `cancelled`.
+    Dismiss,
+    /// A JSON-RPC error.
+    Error,
+    /// An option id that was not offered.
+    Bogus,
+    /// No answer.
+    Hold,
+}
+
+/// A running `dsh acp`.
+pub struct AcpDriver {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+    /// Every stdout line so far.
+    pub transcript: Vec<Value>,
+    next_id: i64,
+    /// How permission requests are answered.
+    pub policy: Policy,
+    /// Permission requests seen (their frames).
+    pub asked: Vec<Value>,
+}
+
+/// What the driver waits at most for any one frame: a hang detector, not a budget.
+const STEP: Duration = Duration::from_secs(20);
+
+impl AcpDriver {
+    /// `dsh --data-dir <sandbox> --replay <script> acp <args…>` in the sandbox's work dir.
+    pub fn start(sandbox: &Sandbox, script: &str, args: &[&str]) -> AcpDriver {
+        let mut command: Command = sandbox.dsh(["--replay", script, "acp"]);
+        command.args(args);
+        AcpDriver::spawn(command)
+    }
+
+    /// Spawns a prepared command with piped stdio.
+    pub fn spawn(mut command: Command) -> AcpDriver {
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn dsh acp: {e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let (etx, stderr_lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if etx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        AcpDriver {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr: stderr_lines,
+            transcript: Vec::new(),
+            next_id: 1,
+            policy: Policy::Allow,
+            asked: Vec::new(),
+        }
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes raw bytes to dsh's stdin.
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        if let Some(stdin) = self.stdin.as_mut() {
+            let _ = stdin.write_all(bytes).and_then(|()| stdin.flush());
+        }
+    }
+
+    /// Writes one frame.
+    pub fn send(&mut self, frame: &Value) {
+        let mut line = frame.to_string();
+        line.push('\n');
+        self.write_raw(line.as_bytes());
+    }
+
+    /// Sends a request with a fresh integer id; returns the id.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next stdout frame (answering permission requests by policy), or `None` at EOF.
+    pub fn next_frame(&mut self) -> Option<Value> {
+        let line = match self.lines.recv_timeout(STEP) {
+            Ok(line) => line,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!(
+                    "no frame within {STEP:?}; transcript: {:#?}",
+                    self.transcript
+                )
+            }
+        };
+        let frame: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+        self.transcript.push(frame.clone());
+        if frame["method"] == "session/request_permission" {
+            self.asked.push(frame.clone());
+            self.answer_permission(&frame);
+        }
+        Some(frame)
+    }
+
+    fn answer_permission(&mut self, frame: &Value) {
+        let id = frame["id"].clone();
+        let selected = |option: &str| {
+            json!({"jsonrpc": "2.0", "id": id, "result":
+                {"outcome": {"outcome": "selected", "optionId": option}}})
+        };
+        let answer = match self.policy {
+            Policy::Allow => selected("allow_once"),
+            Policy::Always => selected("allow_always"),
+            Policy::Reject => selected("reject_once"),
+            Policy::Bogus => selected("no_such_option"),
+            Policy::Dismiss => {
+                json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": {"outcome": "cancelled"}}})
+            }
+            Policy::Error => json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32603, "message": "the editor failed"}}),
+            Policy::Hold => return,
+        };
+        self.send(&answer);
+    }
+
+    /// Reads frames until the response to `id`; returns it and the frames before it.
+    pub fn response(&mut self, id: &Value) -> (Value, Vec<Value>) {
+        let mut before = Vec::new();
+        loop {
+            let frame = self
+                .next_frame()
+                .unwrap_or_else(|| panic!("stdout closed before the response to {id}"));
+            if frame.get("method").is_none() && &frame["id"] == id {
+                return (frame, before);
+            }
+            before.push(frame);
+        }
+    }
+
+    /// Reads frames until one satisfies `pred`; returns it.
+    pub fn until(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let frame = self
+                .next_frame()
+                .unwrap_or_else(|| panic!("stdout closed before {what}"));
+            if pred(&frame) {
+                return frame;
+            }
+        }
+    }
+
+    /// `initialize` (optionally with Zed's terminal-card flag); returns the result.
+    pub fn initialize(&mut self, terminal_cards: bool) -> Value {
+        let caps = if terminal_cards {
+            json!({"_meta": {"terminal_output": true}})
+        } else {
+            json!({})
+        };
+        let id = self.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": caps,
+                   "clientInfo": {"name": "dsh-tests", "version": "1"}}),
+        );
+        let (response, _) = self.response(&id);
+        response["result"].clone()
+    }
+
+    /// `session/new` in `cwd`; returns the session id.
+    pub fn new_session(&mut self, cwd: &std::path::Path) -> String {
+        let id = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        let (response, _) = self.response(&id);
+        response["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session id: {response}"))
+            .to_owned()
+    }
+
+    /// Sends a text prompt; returns its request id.
+    pub fn prompt(&mut self, session: &str, text: &str) -> Value {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    /// A prompt to its response: `(response, updates of this session before it)`.
+    pub fn prompt_to_end(&mut self, session: &str, text: &str) -> (Value, Vec<Value>) {
+        let id = self.prompt(session, text);
+        let (response, before) = self.response(&id);
+        let updates = before
+            .into_iter()
+            .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
+            .map(|f| f["params"]["update"].clone())
+            .collect();
+        (response, updates)
+    }
+
+    /// Closes stdin, reads what is left, and waits (bounded) for the exit; returns the exit
+    /// code and the whole stderr.
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        self.stdin = None;
+        self.wait_exit()
+    }
+
+    /// Waits for the process to exit on its own (after a signal, say).
+    pub fn wait_exit(&mut self) -> (Option<i32>, String) {
+        while self.next_frame_quiet().is_some() {}
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap_or(None) {
+                break status;
+            }
+            if started.elapsed() > STEP {
+                let _ = self.child.kill();
+                panic!("dsh acp did not exit within {STEP:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut stderr = String::new();
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(5)) {
+            stderr.push_str(&line);
+            stderr.push('\n');
+        }
+        check_invariants(&self.transcript);
+        (status.code(), stderr)
+    }
+
+    fn next_frame_quiet(&mut self) -> Option<Value> {
+        let line = self.lines.recv_timeout(STEP).ok()?;
+        let frame: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+        self.transcript.push(frame.clone());
+        Some(frame)
+    }
+
+    /// Sends a signal to dsh.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status();
+        assert!(status.is_ok_and(|s| s.success()), "kill -{name}");
+    }
+}
+
+/// The protocol invariants every transcript must keep: JSON-RPC 2.0 frames only; one
+/// response per request id; per tool call, an announcement before any update and nothing
+/// after a final status; only the five stop reasons.
+pub fn check_invariants(transcript: &[Value]) {
+    use std::collections::{HashMap, HashSet};
+    let mut answered = HashSet::new();
+    let mut calls: HashMap<String, bool> = HashMap::new();
+    for frame in transcript {
+        assert_eq!(frame["jsonrpc"], "2.0", "not a JSON-RPC 2.0 frame: {frame}");
+        if frame.get("method").is_none() {
+            // Refusals of unreadable lines all carry a null id.
+            let id = frame["id"].to_string();
+            assert!(
+                frame["id"].is_null() || answered.insert(id.clone()),
+                "two responses for id {id}"
+            );
+            if let Some(reason) = frame["result"].get("stopReason") {
+                let reason = reason.as_str().unwrap_or("");
+                assert!(
+                    [
+                        "end_turn",
+                        "max_tokens",
+                        "max_turn_requests",
+                        "refusal",
+                        "cancelled"
+                    ]
+                    .contains(&reason),
+                    "stop reason {reason}"
+                );
+            }
+            continue;
+        }
+        if frame["method"] != "session/update" {
+            continue;
+        }
+        let update = &frame["params"]["update"];
+        let Some(id) = update["toolCallId"].as_str() else {
+            continue;
+        };
+        match update["sessionUpdate"].as_str() {
+            Some("tool_call") => {
+                assert!(
+                    calls.insert(id.to_owned(), false).is_none(),
+                    "{id} announced twice"
+                );
+            }
+            Some("tool_call_update") => {
+                let finished = calls
+                    .get_mut(id)
+                    .unwrap_or_else(|| panic!("{id} updated before it was announced"));
+                assert!(!*finished, "{id} updated after its final status");
+                if matches!(update["status"].as_str(), Some("completed" | "failed")) {
+                    *finished = true;
+                }
+            }
+            _ => {}
+        }
+    }
+}
