@@ -75,17 +75,40 @@ impl ApprovalGate for SessionGate {
                 _ => return reject(FAILED_CLOSED),
             },
         };
-        tokio::select! {
+        // The loop may stop waiting for this future when the turn is cancelled; the guard
+        // withdraws the question however the wait ends.
+        let mut outstanding = Outstanding {
+            id: Some(id),
+            gate: self,
+        };
+        let decision = tokio::select! {
             biased;
-            () = request.cancel.cancelled() => {
-                self.outgoing.forget(id);
-                // Let the client close its dialog; a notification needs no answer.
-                self.out
-                    .send(notification_frame("$/cancel_request", json!({"requestId": id})))
-                    .await;
-                ApprovalDecision::Cancelled
+            () = request.cancel.cancelled() => ApprovalDecision::Cancelled,
+            answer = answer => {
+                outstanding.id = None;
+                self.decision(&request, answer.ok())
             }
-            answer = answer => self.decision(&request, answer.ok()),
+        };
+        drop(outstanding);
+        decision
+    }
+}
+
+/// A question the client has not answered: dropped unanswered, it is withdrawn so the
+/// client closes its dialog (a notification, which needs no answer).
+struct Outstanding<'a> {
+    id: Option<i64>,
+    gate: &'a SessionGate,
+}
+
+impl Drop for Outstanding<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.gate.outgoing.forget(id);
+            self.gate.out.send_now(notification_frame(
+                "$/cancel_request",
+                json!({"requestId": id}),
+            ));
         }
     }
 }

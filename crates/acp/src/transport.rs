@@ -95,6 +95,22 @@ impl FrameSender {
         let _ = self.0.send(Outgoing::Frame(frame)).await;
     }
 
+    /// Queues a frame without waiting; from code that cannot wait (a `Drop`). A full queue
+    /// hands the frame to a task instead.
+    pub(crate) fn send_now(&self, frame: String) {
+        match self.0.try_send(Outgoing::Frame(frame)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(item)) => {
+                let tx = self.0.clone();
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        let _ = tx.send(item).await;
+                    });
+                }
+            }
+        }
+    }
+
     /// Asks the writer to flush and stop; returns when it has, or at once if it is gone.
     pub(crate) async fn close(&self) {
         let (ack, done) = oneshot::channel();

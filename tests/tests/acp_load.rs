@@ -1,0 +1,263 @@
+//! `session/load` against the built `dsh acp`: a stored session replays its whole history,
+//! tool calls included, across processes and after a crash, and continues.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dsh_e2e::Sandbox;
+use dsh_e2e::acp::AcpDriver;
+use dsh_test_support::processes::{alive, all_gone, eventually, marker, sleepers};
+use serde_json::{Value, json};
+
+fn allow(sandbox: &Sandbox, script: &str) -> AcpDriver {
+    AcpDriver::start(sandbox, script, &["--permission", "allow"])
+}
+
+fn load(acp: &mut AcpDriver, session: &str, cwd: &Value) -> (Value, Vec<Value>) {
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+    );
+    let (response, before) = acp.response(&id);
+    let updates = before
+        .into_iter()
+        .filter(|f| f["method"] == "session/update")
+        .map(|f| f["params"]["update"].clone())
+        .collect();
+    (response, updates)
+}
+
+fn history_script(sandbox: &Sandbox) -> String {
+    sandbox.script(
+        "s",
+        json!([
+            {"match": {"last_user_contains": "hello"},
+             "stream": [{"reasoning": "r1"}, {"text": "t"}, {"text": "1"}], "finish": "stop"},
+            {"match": {"last_user_contains": "run echo X"},
+             "stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo X"}}}]},
+            {"match": {"last_user_contains": "run echo X"},
+             "stream": [{"text": "done"}], "finish": "stop"},
+            {"match": {"last_user_contains": "later"}, "stream": [{"text": "later"}],
+             "finish": "stop"}
+        ]),
+    )
+}
+
+#[test]
+fn a_loaded_session_replays_its_history_and_continues_in_a_new_process() {
+    let sandbox = Sandbox::new();
+    let script = history_script(&sandbox);
+    let mut first = allow(&sandbox, &script);
+    first.initialize(false);
+    let session = first.new_session(&sandbox.work());
+    first.prompt_to_end(&session, "hello 你好 🌍");
+    first.prompt_to_end(&session, "run echo X");
+    let (code, _) = first.finish();
+    assert_eq!(code, Some(0));
+
+    let log = sandbox.root.path().join("calls.jsonl");
+    let mut command = sandbox.dsh(["--replay", &script, "acp", "--permission", "allow"]);
+    command.env("DSH_REPLAY_LOG", &log);
+    let mut second = AcpDriver::spawn(command);
+    second.initialize(false);
+    let (response, updates) = load(&mut second, &session, &json!(sandbox.work()));
+    assert_eq!(response["result"], json!({}), "{response}");
+    let shape: Vec<(String, Value)> = updates
+        .iter()
+        .map(|u| {
+            let kind = u["sessionUpdate"].as_str().unwrap().to_owned();
+            let detail = match kind.as_str() {
+                "tool_call" => u["title"].clone(),
+                "tool_call_update" => u["status"].clone(),
+                _ => u["content"]["text"].clone(),
+            };
+            (kind, detail)
+        })
+        .collect();
+    let want: Vec<(String, Value)> = [
+        ("user_message_chunk", json!("hello 你好 🌍")),
+        ("agent_thought_chunk", json!("r1")),
+        ("agent_message_chunk", json!("t1")),
+        ("user_message_chunk", json!("run echo X")),
+        ("tool_call", json!("echo X")),
+        ("tool_call_update", json!("completed")),
+        ("agent_message_chunk", json!("done")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(shape, want);
+    assert_eq!(
+        updates[4]["status"], "in_progress",
+        "replayed calls are shown running"
+    );
+    let output = updates[5]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(output.contains("X"), "{output}");
+    let (response, _) = second.prompt_to_end(&session, "later");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let call: Value = serde_json::from_str(calls.lines().last().unwrap()).unwrap();
+    assert!(
+        call["messages"].as_u64().unwrap() >= 6,
+        "the model sees the history: {call}"
+    );
+    second.finish();
+
+    let mut third = allow(&sandbox, &script);
+    third.initialize(true);
+    let (_, updates) = load(&mut third, &session, &json!(sandbox.work()));
+    let card = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(card["content"][0]["type"], "terminal", "{card}");
+    third.finish();
+}
+
+#[test]
+fn loads_of_unknown_or_unparseable_ids_are_not_found_and_create_nothing() {
+    let sandbox = Sandbox::new();
+    let script = history_script(&sandbox);
+    let mut acp = allow(&sandbox, &script);
+    acp.initialize(false);
+    for id in ["01a20000-0000-7000-8000-000000000000", "../../etc"] {
+        let (response, updates) = load(&mut acp, id, &json!(sandbox.work()));
+        assert_eq!(response["error"]["code"], -32002, "{id}: {response}");
+        assert_eq!(response["error"]["data"]["sessionId"], id);
+        assert!(updates.is_empty());
+    }
+    acp.new_session(&sandbox.work());
+    acp.finish();
+}
+
+#[test]
+fn a_load_from_another_directory_is_refused_and_a_trailing_dot_is_the_same_directory() {
+    let sandbox = Sandbox::new();
+    let script = history_script(&sandbox);
+    let mut first = allow(&sandbox, &script);
+    first.initialize(false);
+    let session = first.new_session(&sandbox.work());
+    first.prompt_to_end(&session, "hello");
+    first.finish();
+
+    let mut acp = allow(&sandbox, &script);
+    acp.initialize(false);
+    let (response, _) = load(&mut acp, &session, &json!("relative"));
+    assert_eq!(response["error"]["code"], -32602);
+    let (response, _) = load(&mut acp, &session, &json!("/tmp"));
+    assert_eq!(response["error"]["code"], -32602);
+    assert_eq!(response["error"]["data"]["requestCwd"], "/tmp");
+    assert_eq!(
+        response["error"]["data"]["sessionCwd"],
+        json!(sandbox.work())
+    );
+    let id = acp.prompt(&session, "hi");
+    let (response, _) = acp.response(&id);
+    assert_eq!(
+        response["error"]["code"], -32002,
+        "a refused load loads nothing"
+    );
+    let dotted = format!("{}/.", sandbox.work().display());
+    let (response, _) = load(&mut acp, &session, &json!(dotted));
+    assert_eq!(response["result"], json!({}), "{response}");
+    acp.finish();
+}
+
+#[test]
+fn a_live_session_cannot_be_loaded_twice_and_pipelined_frames_wait_for_the_load() {
+    let sandbox = Sandbox::new();
+    let script = history_script(&sandbox);
+    let mut first = allow(&sandbox, &script);
+    first.initialize(false);
+    let session = first.new_session(&sandbox.work());
+    first.prompt_to_end(&session, "hello");
+    let (response, _) = load(&mut first, &session, &json!(sandbox.work()));
+    assert_eq!(
+        response["error"]["code"], -32602,
+        "already live here: {response}"
+    );
+    first.finish();
+
+    let mut acp = allow(&sandbox, &script);
+    acp.initialize(false);
+    let params = json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []});
+    let frames = [
+        json!({"jsonrpc": "2.0", "id": "L1", "method": "session/load", "params": params}),
+        json!({"jsonrpc": "2.0", "id": "L2", "method": "session/load", "params": params}),
+        json!({"jsonrpc": "2.0", "id": "P", "method": "session/prompt", "params":
+            {"sessionId": session, "prompt": [{"type": "text", "text": "later"}]}}),
+    ];
+    let write: String = frames.iter().map(|f| format!("{f}\n")).collect();
+    acp.write_raw(write.as_bytes());
+    let mut order = Vec::new();
+    let mut replayed_prompts = 0;
+    while order.len() < 3 {
+        let frame = acp.next_frame().unwrap();
+        if frame["params"]["update"]["sessionUpdate"] == "user_message_chunk" {
+            replayed_prompts += 1;
+        }
+        if frame.get("method").is_none() {
+            order.push((frame["id"].clone(), frame.get("error").is_some()));
+        }
+    }
+    assert_eq!(replayed_prompts, 1, "replayed once");
+    let loads: Vec<_> = order.iter().filter(|(id, _)| id != "P").collect();
+    assert_eq!(
+        loads.iter().filter(|(_, failed)| !failed).count(),
+        1,
+        "{order:?}"
+    );
+    let load_ok = order
+        .iter()
+        .position(|(id, failed)| id != "P" && !failed)
+        .unwrap();
+    let prompt = order.iter().position(|(id, _)| id == "P").unwrap();
+    assert!(load_ok < prompt, "the prompt waits for the load: {order:?}");
+    acp.finish();
+}
+
+#[tokio::test]
+async fn after_a_sigkill_mid_command_the_loaded_call_is_shown_failed() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let script = sandbox.script(
+        "s",
+        json!([
+            {"match": {"last_user_contains": "go"}, "stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": format!("sleep 1000.{m}")}}}]},
+            {"stream": [{"text": "after"}], "finish": "stop"}
+        ]),
+    );
+    let mut first = allow(&sandbox, &script);
+    first.initialize(false);
+    let session = first.new_session(&sandbox.work());
+    first.prompt(&session, "go");
+    first.until("the call", |f| {
+        f["params"]["update"]["sessionUpdate"] == "tool_call"
+    });
+    eventually("the command runs", || sleepers(&m) == 1).await;
+    first.signal("KILL");
+    let _ = first.wait_exit();
+    // A SIGKILLed dsh cannot end its tools; this test only cleans up after it.
+    for pid in alive(&m) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    all_gone(&m).await;
+
+    let mut second = allow(&sandbox, &script);
+    second.initialize(false);
+    let (response, updates) = load(&mut second, &session, &json!(sandbox.work()));
+    assert_eq!(response["result"], json!({}), "{response}");
+    let call = updates
+        .iter()
+        .position(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(updates[call + 1]["sessionUpdate"], "tool_call_update");
+    assert_eq!(updates[call + 1]["status"], "failed");
+    let (response, _) = second.prompt_to_end(&session, "again");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    second.finish();
+}

@@ -1,0 +1,178 @@
+//! `dsh acp` in `ask` mode (the default): each bash call is announced waiting, the editor
+//! is asked, and anything but a clear yes refuses the call.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dsh_e2e::Sandbox;
+use dsh_e2e::acp::{AcpDriver, Policy};
+use serde_json::json;
+
+fn touching(sandbox: &Sandbox) -> String {
+    sandbox.script(
+        "s",
+        json!([
+            {"stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": "touch made && echo made"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    )
+}
+
+fn ask(sandbox: &Sandbox, script: &str, policy: Policy) -> (AcpDriver, String) {
+    let mut acp = AcpDriver::start(sandbox, script, &[]);
+    acp.policy = policy;
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    (acp, session)
+}
+
+#[test]
+fn ask_is_the_default_and_an_allowed_call_runs_after_the_answer() {
+    let sandbox = Sandbox::new();
+    let (mut acp, session) = ask(&sandbox, &touching(&sandbox), Policy::Allow);
+    let (response, updates) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let call = &updates[0];
+    assert_eq!(call["sessionUpdate"], "tool_call");
+    assert!(
+        call.get("status").is_none(),
+        "pending is the default: {call}"
+    );
+    assert_eq!(acp.asked.len(), 1);
+    let asked = &acp.asked[0]["params"];
+    assert_eq!(asked["sessionId"], session.as_str());
+    assert_eq!(asked["toolCall"]["toolCallId"], call["toolCallId"]);
+    assert_eq!(asked["toolCall"]["title"], "touch made && echo made");
+    assert_eq!(asked["toolCall"]["status"], "pending");
+    let options: Vec<&str> = asked["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(updates[1]["status"], "in_progress");
+    assert_eq!(updates[2]["status"], "completed");
+    assert!(sandbox.work().join("made").exists());
+    acp.finish();
+}
+
+#[test]
+fn reject_an_error_an_unknown_option_and_a_dismissal_all_refuse_the_call() {
+    for policy in [
+        Policy::Reject,
+        Policy::Error,
+        Policy::Bogus,
+        Policy::Dismiss,
+    ] {
+        let sandbox = Sandbox::new();
+        let log = sandbox.root.path().join("calls.jsonl");
+        let script = touching(&sandbox);
+        let mut command = sandbox.dsh(["--replay", &script, "acp"]);
+        command.env("DSH_REPLAY_LOG", &log);
+        let mut acp = AcpDriver::spawn(command);
+        acp.policy = policy;
+        acp.initialize(false);
+        let session = acp.new_session(&sandbox.work());
+        let (response, updates) = acp.prompt_to_end(&session, "go");
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{policy:?}");
+        assert_eq!(updates[1]["status"], "failed", "{policy:?}: {updates:?}");
+        assert!(!sandbox.work().join("made").exists(), "{policy:?}");
+        acp.finish();
+        let stored = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+        assert!(
+            stored.contains("declined this call"),
+            "{policy:?}: the model is told: {stored}"
+        );
+        assert!(log.exists());
+    }
+}
+
+#[test]
+fn allow_always_covers_later_calls_of_that_session_only() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "s",
+        json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo one"}}}]},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo two"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo three"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let (mut acp, first) = ask(&sandbox, &script, Policy::Always);
+    let (_, updates) = acp.prompt_to_end(&first, "go");
+    assert_eq!(acp.asked.len(), 1, "one question for two calls");
+    let second_call = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .nth(1)
+        .unwrap();
+    assert_eq!(second_call["status"], "in_progress");
+    let in_progress = updates
+        .iter()
+        .filter(|u| u["status"] == "in_progress")
+        .count();
+    assert_eq!(in_progress, 2, "one start per call: {updates:?}");
+    let other = acp.new_session(&sandbox.work());
+    acp.prompt_to_end(&other, "go");
+    assert_eq!(acp.asked.len(), 2, "another session is asked again");
+    acp.finish();
+}
+
+#[test]
+fn allow_mode_never_asks_and_announces_calls_running() {
+    let sandbox = Sandbox::new();
+    let mut acp = AcpDriver::start(&sandbox, &touching(&sandbox), &["--permission", "allow"]);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let (_, updates) = acp.prompt_to_end(&session, "go");
+    assert_eq!(updates[0]["status"], "in_progress");
+    assert!(acp.asked.is_empty());
+    acp.finish();
+    assert!(sandbox.work().join("made").exists());
+}
+
+#[test]
+fn a_cancel_while_asking_withdraws_the_question_and_runs_nothing() {
+    let sandbox = Sandbox::new();
+    let (mut acp, session) = ask(&sandbox, &touching(&sandbox), Policy::Hold);
+    let prompt = acp.prompt(&session, "go");
+    let asked = acp.until("the question", |f| {
+        f["method"] == "session/request_permission"
+    });
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let (response, before) = acp.response(&prompt);
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    assert!(
+        before
+            .iter()
+            .any(|f| f["method"] == "$/cancel_request" && f["params"]["requestId"] == asked["id"]),
+        "the dialog is withdrawn: {before:?}"
+    );
+    assert!(
+        before
+            .iter()
+            .any(|f| f["params"]["update"]["status"] == "failed")
+    );
+    // A late answer is dropped.
+    acp.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
+    acp.finish();
+    assert!(!sandbox.work().join("made").exists());
+}
+
+#[test]
+fn closing_stdin_while_asking_exits_without_running_the_call() {
+    let sandbox = Sandbox::new();
+    let (mut acp, session) = ask(&sandbox, &touching(&sandbox), Policy::Hold);
+    acp.prompt(&session, "go");
+    acp.until("the question", |f| {
+        f["method"] == "session/request_permission"
+    });
+    let (code, stderr) = acp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("agents=0 sessions=0"), "{stderr}");
+    assert!(!sandbox.work().join("made").exists());
+}
