@@ -1,0 +1,195 @@
+// The official ACP TypeScript client (@agentclientprotocol/sdk, pinned in package.json)
+// driving the built `dsh acp`: wire compatibility checked by code dsh did not write.
+// Run by tests/tests/acp_peer.rs with DSH_BIN set; `npm ci` installs the client first.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable, Writable } from "node:stream";
+import { client, methods, ndJsonStream, RequestError } from "@agentclientprotocol/sdk";
+
+const BIN = process.env.DSH_BIN;
+assert.ok(BIN, "DSH_BIN names the built dsh binary");
+
+function sandbox(entries) {
+  const root = mkdtempSync(join(tmpdir(), "dsh-peer-"));
+  const work = join(root, "work");
+  mkdirSync(work);
+  const script = join(root, "script.json");
+  writeFileSync(script, JSON.stringify({ version: 1, name: "peer", entries }));
+  return { root, work, script };
+}
+
+function start(box, extra = []) {
+  const child = spawn(
+    BIN,
+    ["--data-dir", join(box.root, "data"), "--replay", box.script, "acp", ...extra],
+    {
+      cwd: box.work,
+      env: { PATH: process.env.PATH, HOME: box.root, TERM: "dumb" },
+      stdio: ["pipe", "pipe", "pipe"],
+    },
+  );
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  return { child, stream, exited, stderr: () => stderr };
+}
+
+// A client that records every update and answers permission requests with `option`.
+function peer(option = "allow_once") {
+  const updates = [];
+  const asked = [];
+  const app = client({ name: "dsh-peer-tests" })
+    .onNotification(methods.client.session.update, ({ params }) => {
+      updates.push(params);
+    })
+    .onRequest(methods.client.session.requestPermission, ({ params }) => {
+      asked.push(params);
+      return { outcome: { outcome: "selected", optionId: option } };
+    });
+  return { app, updates, asked };
+}
+
+async function handshake(ctx) {
+  const init = await ctx.request(methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: {},
+  });
+  assert.equal(init.protocolVersion, 1);
+  assert.equal(init.agentCapabilities.loadSession, true);
+  return init;
+}
+
+async function finish(proc) {
+  proc.child.stdin.end();
+  const code = await proc.exited;
+  assert.equal(code, 0, proc.stderr());
+  assert.match(proc.stderr(), /agents=0 sessions=0/);
+}
+
+const text = (updates, kind) =>
+  updates
+    .filter((u) => u.update.sessionUpdate === kind)
+    .map((u) => u.update.content.text)
+    .join("");
+
+test("a prompt streams its text and ends the turn", async () => {
+  const box = sandbox([{ stream: [{ text: "Hello " }, { text: "from dsh" }], finish: "stop" }]);
+  const proc = start(box, ["--permission", "allow"]);
+  const { app, updates } = peer();
+  await app.connectWith(proc.stream, async (ctx) => {
+    await handshake(ctx);
+    const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "hi" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+    assert.equal(text(updates, "agent_message_chunk"), "Hello from dsh");
+  });
+  await finish(proc);
+});
+
+test("in ask mode an allowed bash card reaches completed", async () => {
+  const box = sandbox([
+    { stream: [{ tool_call: { name: "bash", arguments: { command: "echo peer" } } }] },
+    { stream: [{ text: "done" }], finish: "stop" },
+  ]);
+  const proc = start(box);
+  const { app, updates, asked } = peer("allow_once");
+  await app.connectWith(proc.stream, async (ctx) => {
+    await handshake(ctx);
+    const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "go" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0].toolCall.title, "echo peer");
+    const statuses = updates
+      .filter((u) => u.update.sessionUpdate === "tool_call_update")
+      .map((u) => u.update.status);
+    assert.deepEqual(statuses, ["in_progress", "completed"]);
+  });
+  await finish(proc);
+});
+
+test("a cancelled prompt answers cancelled and the next prompt runs", async () => {
+  const box = sandbox([
+    { match: { last_user_contains: "wait" }, stream: [{ text: "partial" }], hang: true },
+    { stream: [{ text: "next" }], finish: "stop" },
+  ]);
+  const proc = start(box, ["--permission", "allow"]);
+  const { app, updates } = peer();
+  await app.connectWith(proc.stream, async (ctx) => {
+    await handshake(ctx);
+    const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const pending = ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "wait" }],
+    });
+    while (updates.length === 0) await new Promise((r) => setImmediate(r));
+    await ctx.notify("session/cancel", { sessionId });
+    assert.equal((await pending).stopReason, "cancelled");
+    const again = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "again" }],
+    });
+    assert.equal(again.stopReason, "end_turn");
+  });
+  await finish(proc);
+});
+
+test("a load in a second process replays every update before its result", async () => {
+  const box = sandbox([
+    { stream: [{ reasoning: "thinking" }, { text: "answer" }], finish: "stop" },
+    { stream: [{ text: "more" }], finish: "stop" },
+  ]);
+  let sessionId;
+  {
+    const proc = start(box, ["--permission", "allow"]);
+    const { app } = peer();
+    await app.connectWith(proc.stream, async (ctx) => {
+      await handshake(ctx);
+      ({ sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] }));
+      await ctx.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hello" }] });
+    });
+    await finish(proc);
+  }
+  const proc = start(box, ["--permission", "allow"]);
+  const { app, updates } = peer();
+  await app.connectWith(proc.stream, async (ctx) => {
+    await handshake(ctx);
+    const result = await ctx.request(methods.agent.session.load, {
+      sessionId,
+      cwd: box.work,
+      mcpServers: [],
+    });
+    assert.ok(result !== undefined);
+    const kinds = updates.map((u) => u.update.sessionUpdate);
+    assert.deepEqual(kinds, ["user_message_chunk", "agent_thought_chunk", "agent_message_chunk"]);
+    assert.equal(updates[0].update.content.text, "hello");
+    assert.ok(updates.every((u) => u.sessionId === sessionId));
+  });
+  await finish(proc);
+});
+
+test("errors reach the client as RequestError with their codes", async () => {
+  const box = sandbox([{ stream: [{ text: "x" }], finish: "stop" }]);
+  const proc = start(box, ["--permission", "allow"]);
+  const { app } = peer();
+  await app.connectWith(proc.stream, async (ctx) => {
+    await handshake(ctx);
+    await assert.rejects(ctx.request("no/such_method", {}), (e) => e instanceof RequestError && e.code === -32601);
+    await assert.rejects(
+      ctx.request(methods.agent.session.prompt, { sessionId: "ghost", prompt: [{ type: "text", text: "x" }] }),
+      (e) => e instanceof RequestError && e.code === -32002,
+    );
+  });
+  await finish(proc);
+});
