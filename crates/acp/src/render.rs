@@ -6,18 +6,27 @@
 //! call id), every update follows its announcement, and every call reaches `completed` or
 //! `failed` — at its result, at its turn's end, or when the replay or prompt closes.
 
+mod parts;
+mod payload;
+#[cfg(test)]
+mod tests;
+
 use std::collections::{HashMap, HashSet};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Meta, SessionUpdate, Terminal, ToolCall, ToolCallContent,
-    ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use dsh_session::{EventType, SessionEvent, ToolCallRecord, ToolResultRecord};
-use dsh_tools::{ToolCallView, ToolKindHint, ToolRegistry, ToolResultView};
-use serde::Deserialize;
+use dsh_tools::{ToolCallView, ToolRegistry, ToolResultView};
 use serde_json::{Value, json};
+
+use parts::{
+    absolute, cap, console, exit_meta, message, meta_of, parse_arguments, present_call,
+    present_result, thought, tool_kind,
+};
+use payload::{ChunkPayload, MessagePayload, Position, TurnPayload, UserPayload};
 
 /// Tool output placed in one update is cut here, far below the 32 MiB a client accepts per
 /// line, so a frame can never be dropped by the client for its size.
@@ -72,63 +81,6 @@ pub(crate) struct Announced {
     pub kind: ToolKind,
     pub raw_input: Value,
     pub content: Vec<ToolCallContent>,
-}
-
-#[derive(Deserialize)]
-struct Position {
-    turn: u32,
-    step: u32,
-}
-
-#[derive(Deserialize)]
-struct UserPayload {
-    turn: u32,
-    step: u32,
-    message: UserBody,
-}
-
-#[derive(Deserialize)]
-struct UserBody {
-    text: String,
-    source: Source,
-}
-
-#[derive(Deserialize)]
-struct Source {
-    kind: String,
-}
-
-#[derive(Deserialize)]
-struct ChunkPayload {
-    turn: u32,
-    step: u32,
-    chunk: Chunk,
-}
-
-#[derive(Deserialize)]
-struct Chunk {
-    text_delta: Option<String>,
-    reasoning_delta: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct MessagePayload {
-    turn: u32,
-    step: u32,
-    message: MessageBody,
-}
-
-#[derive(Deserialize)]
-struct MessageBody {
-    #[serde(default)]
-    content: String,
-    #[serde(default)]
-    reasoning: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct TurnPayload {
-    turn: u32,
 }
 
 /// The renderer's state for one session (live) or one replay.
@@ -519,109 +471,4 @@ impl Renderer {
         }
         Some(call)
     }
-}
-
-fn thought(text: String) -> SessionUpdate {
-    SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::from(text)))
-}
-
-fn message(text: String) -> SessionUpdate {
-    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
-}
-
-/// The arguments as JSON, or the raw text when they are not JSON.
-fn parse_arguments(arguments: &str) -> Value {
-    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
-}
-
-/// A presenter that panics costs its card, not the prompt.
-fn present_call(tools: &dyn ToolRegistry, call: &ToolCallRecord) -> Option<ToolCallView> {
-    let tool = tools.get(&call.name)?;
-    catch_unwind(AssertUnwindSafe(|| tool.present_call(call))).unwrap_or_else(|_| {
-        tracing::warn!(tool = %call.name, "a tool's call presenter panicked; shown generically");
-        None
-    })
-}
-
-fn present_result(
-    tools: &dyn ToolRegistry,
-    call: &ToolCallRecord,
-    result: &ToolResultRecord,
-) -> Option<ToolResultView> {
-    let tool = tools.get(&call.name)?;
-    catch_unwind(AssertUnwindSafe(|| tool.present_result(call, result))).unwrap_or_else(|_| {
-        tracing::warn!(tool = %call.name, "a tool's result presenter panicked; shown generically");
-        None
-    })
-}
-
-fn tool_kind(hint: ToolKindHint) -> ToolKind {
-    match hint {
-        ToolKindHint::Read => ToolKind::Read,
-        ToolKindHint::Edit => ToolKind::Edit,
-        ToolKindHint::Delete => ToolKind::Delete,
-        ToolKindHint::Move => ToolKind::Move,
-        ToolKindHint::Search => ToolKind::Search,
-        ToolKindHint::Execute => ToolKind::Execute,
-        ToolKindHint::Think => ToolKind::Think,
-        ToolKindHint::Fetch => ToolKind::Fetch,
-        ToolKindHint::Other => ToolKind::Other,
-    }
-}
-
-fn absolute(cwd: &Path, path: PathBuf) -> PathBuf {
-    if path.is_relative() {
-        cwd.join(path)
-    } else {
-        path
-    }
-}
-
-fn meta_of(value: Value) -> Meta {
-    match value {
-        Value::Object(map) => map,
-        _ => Meta::new(),
-    }
-}
-
-fn exit_meta(id: &str, exit_code: Option<i32>, signal: Option<&str>) -> Meta {
-    meta_of(json!({
-        "terminal_exit": {"terminal_id": id, "exit_code": exit_code, "signal": signal}
-    }))
-}
-
-/// Output cut to the frame budget, with a marker saying how much was left out.
-fn cap(text: &str) -> String {
-    if text.len() <= OUTPUT_LIMIT {
-        return text.to_owned();
-    }
-    let mut end = OUTPUT_LIMIT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n… [{} more bytes not shown]",
-        &text[..end],
-        text.len() - end
-    )
-}
-
-/// Text-mode terminal output: a `console` fence one backtick longer than any run of
-/// backticks in the output, then the exit status when it was not a clean exit.
-pub(crate) fn console(output: &str, exit_code: Option<i32>, signal: Option<&str>) -> String {
-    let output = cap(output);
-    let longest = output.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    let body = if output.is_empty() {
-        "(no output)".to_owned()
-    } else {
-        output.trim_end_matches('\n').to_owned()
-    };
-    let mut text = format!("{fence}console\n{body}\n{fence}");
-    match (exit_code, signal) {
-        (_, Some(signal)) => text.push_str(&format!("\nterminated by signal: {signal}")),
-        (Some(code), None) if code != 0 => text.push_str(&format!("\nexit code: {code}")),
-        _ => {}
-    }
-    text
 }

@@ -1,0 +1,182 @@
+//! `session/prompt`, `session/cancel` and `$/cancel_request`.
+
+use std::sync::Arc;
+
+use agent_client_protocol_schema::v1::{ClientRequest, ContentBlock, PromptRequest};
+use dsh_agent::{AgentError, CancelCause, UserMessage};
+use serde_json::{Value, json};
+
+use super::decode;
+use crate::conn::Conn;
+use crate::record::{Inflight, Item, Record};
+use crate::rpc::{RpcError, code};
+
+/// The prompt's text: text blocks verbatim, resource links as one line each.
+fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
+    let mut parts = Vec::with_capacity(blocks.len());
+    let mut substance = false;
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => {
+                substance |= !text.text.trim().is_empty();
+                parts.push(text.text.clone());
+            }
+            ContentBlock::ResourceLink(link) => {
+                substance = true;
+                let mut line = format!("[resource link: {} {}]", link.name, link.uri);
+                if let Some(mime) = &link.mime_type {
+                    line.push_str(&format!(" ({mime})"));
+                }
+                parts.push(line);
+            }
+            other => {
+                let kind = match other {
+                    ContentBlock::Image(_) => "image",
+                    ContentBlock::Audio(_) => "audio",
+                    ContentBlock::Resource(_) => "resource",
+                    _ => "unknown",
+                };
+                return Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    format!("{kind} content is not supported"),
+                )
+                .with_data(json!({ "unsupported": kind })));
+            }
+        }
+    }
+    if !substance {
+        return Err(RpcError::new(code::INVALID_PARAMS, "prompt is empty"));
+    }
+    Ok(parts.join("\n"))
+}
+
+/// `session/prompt`: synchronous up to `Agent::send`, so a cancel in the same write
+/// always finds the prompt it cancels.
+pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value) {
+    let sent = params
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let request = match decode(conn, "session/prompt", &params) {
+        Ok(ClientRequest::PromptRequest(request)) => request,
+        Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
+        Err(error) => return conn.reply(id, Err(error)),
+    };
+    let PromptRequest {
+        session_id, prompt, ..
+    } = request;
+    let sent = sent.unwrap_or_else(|| session_id.0.to_string());
+    if conn.closing.is_cancelled() {
+        return conn.reply(id, Err(RpcError::shutting_down()));
+    }
+    let Some(record) = conn.record(&sent) else {
+        return conn.reply(id, Err(RpcError::session_not_found(&sent)));
+    };
+    let text = match prompt_text(&prompt) {
+        Ok(text) => text,
+        Err(error) => return conn.reply(id, Err(error)),
+    };
+    let message = UserMessage::user(text);
+    let message_id = message.id.clone();
+    {
+        let mut inflight = record.inflight.lock();
+        if inflight.is_some() {
+            drop(inflight);
+            return conn.reply(
+                id,
+                Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    "a prompt is already in progress for this session; send session/cancel \
+                     and wait for its response",
+                )
+                .with_data(json!({ "sessionId": sent }))),
+            );
+        }
+        *inflight = Some(Inflight {
+            request_id: id.clone(),
+            message_id: message_id.clone(),
+            turn: None,
+            cancel_requested: false,
+        });
+    }
+    let _ = record.idle.send(false);
+    // No lock is held here: sending appends to the session, whose observers take locks.
+    let ticket = match record.agent.send(message) {
+        Ok(ticket) => ticket,
+        Err(e) => {
+            *record.inflight.lock() = None;
+            let _ = record.idle.send(true);
+            let code = match e {
+                AgentError::InvalidMessage { .. } => code::INVALID_PARAMS,
+                _ => code::INTERNAL,
+            };
+            return conn.reply(id, Err(RpcError::new(code, e.to_string())));
+        }
+    };
+    let waiter = record.clone();
+    let settle = async move {
+        let outcome = ticket.outcome().await;
+        waiter.push(Item::Settle {
+            message_id,
+            outcome: Some(outcome),
+        });
+    };
+    if conn.scope.spawn(settle).is_err() {
+        tracing::debug!("a prompt after the bridge's scope closed");
+    }
+}
+
+/// `session/cancel`: no output, ever; the prompt's response says `cancelled`.
+pub(crate) fn cancel(conn: &Arc<Conn>, params: &Value) {
+    let Some(sent) = params.get("sessionId").and_then(Value::as_str) else {
+        return;
+    };
+    if let Some(record) = conn.record(sent) {
+        cancel_record(conn, &record);
+    }
+}
+
+/// `$/cancel_request`: cancels the open prompt whose request id matches exactly.
+pub(crate) fn cancel_request(conn: &Arc<Conn>, params: &Value) {
+    let Some(wanted) = params.get("requestId") else {
+        return;
+    };
+    let records: Vec<Arc<Record>> = conn.state.lock().sessions.values().cloned().collect();
+    for record in records {
+        let matches = record
+            .inflight
+            .lock()
+            .as_ref()
+            .is_some_and(|open| &open.request_id == wanted);
+        if matches {
+            cancel_record(conn, &record);
+        }
+    }
+}
+
+/// Marks the open prompt cancelled, stops the agent, and arms the grace backstop.
+pub(crate) fn cancel_record(conn: &Arc<Conn>, record: &Arc<Record>) {
+    let message_id = {
+        let mut inflight = record.inflight.lock();
+        match inflight.as_mut() {
+            Some(open) if !open.cancel_requested => {
+                open.cancel_requested = true;
+                open.message_id.clone()
+            }
+            _ => return,
+        }
+    };
+    record.agent.cancel(CancelCause::User);
+    let grace = conn.config.cancel_grace;
+    let waiter = record.clone();
+    let backstop = async move {
+        tokio::time::sleep(grace).await;
+        waiter.push(Item::Settle {
+            message_id,
+            outcome: None,
+        });
+    };
+    if conn.scope.spawn(backstop).is_err() {
+        tracing::debug!("a cancel after the bridge's scope closed");
+    }
+}

@@ -1,0 +1,230 @@
+//! `session/new` and `session/load`: validated, then created or resumed on a task of the
+//! bridge's scope, and installed only if teardown has not begun.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use agent_client_protocol_schema::v1::{ClientRequest, LoadSessionRequest, NewSessionRequest};
+use dsh_agent::{AgentError, CreateAgent, ResumeAgent};
+use dsh_session::SessionId;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::{check_scope, decode, install, note_mcp_servers, parts};
+use crate::conn::Conn;
+use crate::record::Item;
+use crate::render::RenderCaps;
+use crate::rpc::{RpcError, code, error_frame, result_frame};
+
+/// `session/new`.
+pub(crate) fn new_session(conn: &Arc<Conn>, id: Value, params: Value) {
+    let request = match decode(conn, "session/new", &params) {
+        Ok(ClientRequest::NewSessionRequest(request)) => request,
+        Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
+        Err(error) => return conn.reply(id, Err(error)),
+    };
+    let NewSessionRequest {
+        cwd,
+        additional_directories,
+        mcp_servers,
+        system_prompt,
+        ..
+    } = request;
+    if let Err(error) = check_scope(&cwd, &additional_directories, system_prompt.is_some(), true) {
+        return conn.reply(id, Err(error));
+    }
+    note_mcp_servers(&mcp_servers);
+    let conn2 = conn.clone();
+    let task = async move {
+        let conn = conn2;
+        let outcome = create(&conn, cwd).await;
+        let frame = match outcome {
+            Ok(session) => result_frame(&id, json!({ "sessionId": session })),
+            Err(error) => error_frame(&id, &error),
+        };
+        conn.out.send(frame).await;
+    };
+    spawn_setup(conn, task);
+}
+
+fn spawn_setup(conn: &Arc<Conn>, task: impl Future<Output = ()> + Send + 'static) {
+    let tracked = conn.setups.track_future(task);
+    if conn.scope.spawn(tracked).is_err() {
+        tracing::debug!("a setup after the bridge's scope closed was dropped");
+    }
+}
+
+async fn create(conn: &Arc<Conn>, cwd: PathBuf) -> Result<String, RpcError> {
+    if conn.closing.is_cancelled() {
+        return Err(RpcError::shutting_down());
+    }
+    let session_id = SessionId::mint();
+    let parts = parts(conn);
+    let mut request = CreateAgent::new(conn.scope.clone())
+        .with_id(session_id.clone())
+        .with_cwd(cwd.clone());
+    if let Some(gate) = parts.gate.clone() {
+        request = request.with_approval(gate);
+    }
+    let handle = conn
+        .services
+        .registry
+        .create(request)
+        .await
+        .map_err(|e| RpcError::new(code::INTERNAL, format!("could not create session: {e}")))?;
+    let caps = RenderCaps {
+        terminal_card: conn.state.lock().terminal_output,
+    };
+    match install(conn, handle, cwd.clone(), caps, parts) {
+        Ok(_) => {
+            tracing::info!(session = %session_id, cwd = %cwd.display(), "session created");
+            Ok(session_id.as_str().to_owned())
+        }
+        Err(handle) => {
+            handle.dispose().await;
+            Err(RpcError::shutting_down())
+        }
+    }
+}
+
+/// `a/./b//` and `a/b` name the same directory; `..` is kept and symlinks are not followed.
+fn normalise(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
+}
+
+/// `session/load`.
+pub(crate) fn load_session(conn: &Arc<Conn>, id: Value, params: Value) {
+    let request = match decode(conn, "session/load", &params) {
+        Ok(ClientRequest::LoadSessionRequest(request)) => request,
+        Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
+        Err(error) => return conn.reply(id, Err(error)),
+    };
+    let LoadSessionRequest {
+        cwd,
+        additional_directories,
+        mcp_servers,
+        session_id,
+        system_prompt,
+        ..
+    } = request;
+    if let Err(error) = check_scope(
+        &cwd,
+        &additional_directories,
+        system_prompt.is_some(),
+        false,
+    ) {
+        return conn.reply(id, Err(error));
+    }
+    let sent = session_id.0.to_string();
+    let Ok(parsed) = SessionId::parse(&sent) else {
+        return conn.reply(id, Err(RpcError::session_not_found(&sent)));
+    };
+    {
+        let mut state = conn.state.lock();
+        if state.sessions.contains_key(&sent) || state.loading.contains_key(&sent) {
+            drop(state);
+            return conn.reply(
+                id,
+                Err(
+                    RpcError::new(code::INVALID_PARAMS, "session is already loaded")
+                        .with_data(json!({ "sessionId": sent })),
+                ),
+            );
+        }
+        state.loading.insert(sent.clone(), Vec::new());
+    }
+    note_mcp_servers(&mcp_servers);
+    let conn2 = conn.clone();
+    let task = async move {
+        let conn = conn2;
+        let outcome = load(&conn, &parsed, &sent, &cwd).await;
+        let frame = match outcome {
+            Ok(()) => result_frame(&id, json!({})),
+            Err(error) => error_frame(&id, &error),
+        };
+        conn.out.send(frame).await;
+        release_backlog(&conn, &sent);
+    };
+    spawn_setup(conn, task);
+}
+
+/// Serves, in order, the frames that waited for a load, then lifts the reservation.
+fn release_backlog(conn: &Arc<Conn>, id: &str) {
+    loop {
+        let waiting = {
+            let mut state = conn.state.lock();
+            match state.loading.get_mut(id) {
+                Some(backlog) if !backlog.is_empty() => std::mem::take(backlog),
+                _ => {
+                    state.loading.remove(id);
+                    return;
+                }
+            }
+        };
+        for frame in waiting {
+            conn.dispatch_deferred(frame.0);
+        }
+    }
+}
+
+async fn load(conn: &Arc<Conn>, id: &SessionId, sent: &str, cwd: &Path) -> Result<(), RpcError> {
+    if conn.closing.is_cancelled() {
+        return Err(RpcError::shutting_down());
+    }
+    let header = match conn.services.persistence.header(id).await {
+        Ok(Some(header)) => header,
+        Ok(None) => return Err(RpcError::session_not_found(sent)),
+        Err(e) => {
+            return Err(RpcError::new(code::INTERNAL, e.to_string())
+                .with_data(json!({ "sessionId": sent })));
+        }
+    };
+    let stored = PathBuf::from(&header.cwd);
+    if normalise(&stored) != normalise(cwd) {
+        return Err(RpcError::new(
+            code::INVALID_PARAMS,
+            "the session belongs to another directory",
+        )
+        .with_data(json!({
+            "sessionId": sent,
+            "sessionCwd": header.cwd,
+            "requestCwd": cwd,
+        })));
+    }
+    let parts = parts(conn);
+    let mut request = ResumeAgent::new(conn.scope.clone(), id.clone());
+    if let Some(gate) = parts.gate.clone() {
+        request = request.with_approval(gate);
+    }
+    let handle = conn
+        .services
+        .registry
+        .resume(request)
+        .await
+        .map_err(|e| match e {
+            AgentError::NotFound { .. } => RpcError::session_not_found(sent),
+            other => {
+                tracing::warn!(session = %sent, error = %other, "a session could not be loaded");
+                RpcError::new(code::INTERNAL, "session log is unreadable")
+                    .with_data(json!({ "sessionId": sent }))
+            }
+        })?;
+    let events = handle.agent().session().events();
+    let caps = RenderCaps {
+        terminal_card: conn.state.lock().terminal_output,
+    };
+    let record = match install(conn, handle, stored, caps, parts) {
+        Ok(record) => record,
+        Err(handle) => {
+            handle.dispose().await;
+            return Err(RpcError::shutting_down());
+        }
+    };
+    let (done, replayed) = oneshot::channel();
+    record.push(Item::Replay { events, done });
+    let _ = replayed.await;
+    tracing::info!(session = %sent, cwd = %cwd.display(), "session loaded");
+    Ok(())
+}

@@ -1,0 +1,288 @@
+//! The renderer on its own: every event kind in both modes and both terminal settings.
+
+use std::sync::Arc;
+
+use dsh_kernel::Runtime;
+use dsh_session::{EventType, SessionEvent, ToolCallRecord, ToolResultRecord};
+use dsh_tools::{
+    StandardToolRegistry, TerminalExit, Tool, ToolCallView, ToolContext, ToolError, ToolOutput,
+    ToolRegistry, ToolResultView, ToolSchema,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{RenderCaps, RenderContext, RenderMode, Renderer, console};
+
+/// A terminal-presented tool (as bash is) and one whose presenters panic.
+struct Shell {
+    panics: bool,
+}
+
+impl Tool for Shell {
+    fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: if self.panics { "broken" } else { "sh" }.into(),
+            description: "test".into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+
+    fn call(&self, _: Value, _: ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async { Ok(ToolOutput::text("")) })
+    }
+
+    fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
+        assert!(!self.panics, "a presenter bug");
+        let args: Value = serde_json::from_str(&call.arguments).ok()?;
+        Some(ToolCallView::Terminal {
+            command: args["command"].as_str()?.to_owned(),
+            description: None,
+            cwd: None,
+            raw_input: args,
+        })
+    }
+
+    fn present_result(
+        &self,
+        _: &ToolCallRecord,
+        result: &ToolResultRecord,
+    ) -> Option<ToolResultView> {
+        assert!(!self.panics, "a presenter bug");
+        Some(ToolResultView::Terminal {
+            output: result.content.clone(),
+            exit: TerminalExit {
+                exit_code: Some(0),
+                signal: None,
+            },
+        })
+    }
+}
+
+fn registry() -> (Runtime, Arc<StandardToolRegistry>) {
+    let runtime = Runtime::new();
+    let tools = Arc::new(StandardToolRegistry::new());
+    for panics in [false, true] {
+        tools
+            .register(runtime.scope(), Arc::new(Shell { panics }))
+            .unwrap();
+    }
+    (runtime, tools)
+}
+
+fn event(seq: u64, kind: &str, data: Value) -> SessionEvent {
+    SessionEvent {
+        seq,
+        kind: EventType::new(kind).unwrap(),
+        time: 0,
+        ignorable: false,
+        data: serde_json::value::to_raw_value(&data).unwrap(),
+    }
+}
+
+fn call(step: u32, id: &str, tool: &str, command: &str) -> SessionEvent {
+    event(
+        0,
+        "tool/call",
+        json!({"turn": 1, "step": step, "call_id": id, "name": tool,
+               "arguments": json!({"command": command}).to_string()}),
+    )
+}
+
+fn result(step: u32, id: &str, tool: &str, content: &str, is_error: bool) -> SessionEvent {
+    event(
+        0,
+        "tool/result",
+        json!({"turn": 1, "step": step, "call_id": id, "name": tool, "content": content,
+               "is_error": is_error}),
+    )
+}
+
+fn run(events: &[SessionEvent], mode: RenderMode, cards: bool, asks: bool) -> Vec<Value> {
+    let (_runtime, tools) = registry();
+    let ask = move |_: &str, _: &Value| asks;
+    let cx = RenderContext {
+        mode,
+        caps: RenderCaps {
+            terminal_card: cards,
+        },
+        cwd: std::path::Path::new("/work"),
+        tools: &*tools,
+        asks: &ask,
+    };
+    let mut renderer = Renderer::default();
+    let mut out: Vec<Value> = events
+        .iter()
+        .flat_map(|e| renderer.render(e, &cx))
+        .map(|u| serde_json::to_value(u).unwrap())
+        .collect();
+    out.extend(
+        renderer
+            .close_turn(None)
+            .into_iter()
+            .map(|u| serde_json::to_value(u).unwrap()),
+    );
+    out
+}
+
+#[test]
+fn prompts_are_replayed_only_when_their_step_was_answered_and_never_echoed_live() {
+    let events = [
+        event(
+            0,
+            "user/message",
+            json!({"turn": 1, "step": 1,
+            "message": {"id": "m1", "source": {"kind": "user"}, "text": "withdrawn"}}),
+        ),
+        event(1, "step/end", json!({"turn": 1, "step": 1})),
+        event(
+            2,
+            "user/message",
+            json!({"turn": 2, "step": 1,
+            "message": {"id": "m2", "source": {"kind": "user"}, "text": "kept"}}),
+        ),
+        event(
+            3,
+            "user/message",
+            json!({"turn": 2, "step": 1,
+            "message": {"id": "m3", "source": {"kind": "plugin", "name": "bash"}, "text": "notice"}}),
+        ),
+        event(
+            4,
+            "assistant/chunk",
+            json!({"turn": 2, "step": 1, "chunk": {"text_delta": "hi"}}),
+        ),
+    ];
+    let replay = run(&events, RenderMode::Replay, false, false);
+    let kinds: Vec<&str> = replay
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["user_message_chunk", "agent_message_chunk"]);
+    assert_eq!(replay[0]["content"]["text"], "kept");
+    let live = run(&events, RenderMode::Live, false, false);
+    assert_eq!(live.len(), 1, "{live:?}");
+}
+
+#[test]
+fn a_committed_message_is_shown_only_when_its_step_did_not_stream() {
+    let streamed = [
+        event(
+            0,
+            "assistant/chunk",
+            json!({"turn": 1, "step": 1, "chunk": {"reasoning_delta": "r"}}),
+        ),
+        event(
+            1,
+            "assistant/message",
+            json!({"turn": 1, "step": 1,
+            "message": {"content": "x", "reasoning": "r"}}),
+        ),
+    ];
+    assert_eq!(run(&streamed, RenderMode::Live, false, false).len(), 1);
+    let whole = [event(
+        0,
+        "assistant/message",
+        json!({"turn": 1, "step": 1,
+        "message": {"content": "answer", "reasoning": "why"}}),
+    )];
+    let out = run(&whole, RenderMode::Live, false, false);
+    assert_eq!(out[0]["sessionUpdate"], "agent_thought_chunk");
+    assert_eq!(out[0]["content"]["text"], "why");
+    assert_eq!(out[1]["content"]["text"], "answer");
+}
+
+#[test]
+fn call_ids_are_deterministic_and_a_repeated_call_id_gets_a_suffix() {
+    let events = [
+        call(1, "c", "sh", "one"),
+        call(1, "c", "sh", "two"),
+        result(1, "c", "sh", "1", false),
+        result(1, "c", "sh", "2", false),
+    ];
+    let out = run(&events, RenderMode::Live, false, false);
+    let ids: Vec<&str> = out
+        .iter()
+        .map(|u| u["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1:1:c", "1:1:c:2", "1:1:c", "1:1:c:2"]);
+    assert_eq!(
+        out[2]["content"][0]["content"]["text"],
+        "```console\n1\n```"
+    );
+}
+
+#[test]
+fn a_live_call_that_will_be_asked_about_is_announced_pending() {
+    let events = [call(1, "c", "sh", "ls")];
+    let asked = run(&events, RenderMode::Live, false, true);
+    assert!(
+        asked[0].get("status").is_none(),
+        "pending is omitted: {asked:?}"
+    );
+    let replayed = run(&events, RenderMode::Replay, false, true);
+    assert_eq!(replayed[0]["status"], "in_progress");
+}
+
+#[test]
+fn a_result_without_its_call_gets_a_stand_in_and_open_calls_close_failed() {
+    let events = [
+        result(1, "orphan", "sh", "late", false),
+        call(2, "open", "sh", "sleep 9"),
+        event(
+            0,
+            "turn/end",
+            json!({"turn": 1, "reason": {"kind": "interrupted"}}),
+        ),
+    ];
+    let out = run(&events, RenderMode::Replay, true, false);
+    assert_eq!(out[0]["sessionUpdate"], "tool_call");
+    assert_eq!(out[0]["title"], "tool");
+    assert_eq!(out[1]["status"], "completed");
+    assert_eq!(out[2]["sessionUpdate"], "tool_call");
+    assert_eq!(out[3]["status"], "failed");
+    assert_eq!(
+        out[3]["_meta"]["terminal_exit"],
+        json!({"terminal_id": "1:2:open", "exit_code": null, "signal": null})
+    );
+    assert_eq!(out.len(), 4, "nothing after a final status: {out:?}");
+}
+
+#[test]
+fn a_panicking_presenter_costs_its_card_not_the_render() {
+    let events = [
+        call(1, "c", "broken", "x"),
+        result(1, "c", "broken", "out", false),
+        call(1, "d", "unknown", "not json"),
+    ];
+    let out = run(&events, RenderMode::Live, false, false);
+    assert_eq!(out[0]["title"], "broken");
+    assert!(out[0].get("kind").is_none(), "other is the default kind");
+    assert_eq!(out[1]["content"][0]["content"]["text"], "out");
+    assert_eq!(out[2]["title"], "unknown");
+}
+
+#[test]
+fn error_results_are_failed_in_both_modes() {
+    for cards in [false, true] {
+        let events = [
+            call(1, "c", "sh", "x"),
+            result(1, "c", "sh", "no such dir", true),
+        ];
+        let out = run(&events, RenderMode::Live, cards, false);
+        assert_eq!(out[1]["status"], "failed");
+        assert_eq!(out[1]["content"][0]["content"]["text"], "no such dir");
+    }
+}
+
+#[test]
+fn the_console_fence_outgrows_any_backtick_run_and_names_a_failure() {
+    assert_eq!(console("", Some(0), None), "```console\n(no output)\n```");
+    assert_eq!(
+        console("a ```` b\n", Some(2), None),
+        "`````console\na ```` b\n`````\nexit code: 2"
+    );
+    assert_eq!(
+        console("x", None, Some("SIGKILL")),
+        "```console\nx\n```\nterminated by signal: SIGKILL"
+    );
+}

@@ -1,0 +1,258 @@
+//! `dsh acp` budgets, measured on the built binary with the replay model (no delays):
+//! start → `initialize` answered, `session/new`, prompt → first update, cancel →
+//! `cancelled` (for a stream that stops and for one that ignores cancellation), idle RSS per
+//! session, and 100 sessions streaming 1,000 chunks each at once.
+//! Run with `cargo bench -p dsh --bench acp`; figures go to stdout.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    missing_docs
+)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Agent {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<Value>,
+    next: i64,
+    _dir: tempfile::TempDir,
+}
+
+impl Agent {
+    fn start(entries: Value) -> (Agent, Instant) {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script.json");
+        std::fs::write(
+            &script,
+            json!({"version": 1, "name": "bench", "entries": entries}).to_string(),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
+            .args(["--data-dir"])
+            .arg(dir.path().join("data"))
+            .arg("--replay")
+            .arg(&script)
+            .args(["acp", "--permission", "allow"])
+            .current_dir(dir.path())
+            .env("DSH_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        let agent = Agent {
+            child,
+            stdin,
+            lines,
+            next: 1,
+            _dir: dir,
+        };
+        (agent, started)
+    }
+
+    fn send(&mut self, frame: Value) {
+        writeln!(self.stdin, "{frame}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> i64 {
+        let id = self.next;
+        self.next += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn until(&self, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let frame = self.lines.recv_timeout(Duration::from_secs(60)).unwrap();
+            if pred(&frame) {
+                return frame;
+            }
+        }
+    }
+
+    fn response(&self, id: i64) -> Value {
+        self.until(|f| f.get("method").is_none() && f["id"] == id)
+    }
+
+    fn session(&mut self) -> String {
+        let cwd = self._dir.path().to_path_buf();
+        let id = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        self.response(id)["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn initialize(&mut self) {
+        let id = self.request("initialize", json!({"protocolVersion": 1}));
+        self.response(id);
+    }
+
+    fn status(&self, key: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn close(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+fn percentiles(mut samples: Vec<Duration>) -> String {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
+    format!(
+        "p50 {:?}, p99 {:?} ({} runs)",
+        at(0.5),
+        at(0.99),
+        samples.len()
+    )
+}
+
+fn prompt(session: &str, text: &str) -> Value {
+    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
+}
+
+fn main() {
+    let text = json!([{"stream": [{"text": "x"}], "finish": "stop"}]);
+
+    let starts: Vec<Duration> = (0..30)
+        .map(|_| {
+            let (mut agent, started) = Agent::start(text.clone());
+            agent.initialize();
+            let took = started.elapsed();
+            agent.close();
+            took
+        })
+        .collect();
+    println!("start → initialize answered: {}", percentiles(starts));
+
+    let (mut agent, _) = Agent::start(text.clone());
+    agent.initialize();
+    let news: Vec<Duration> = (0..200)
+        .map(|_| {
+            let started = Instant::now();
+            agent.session();
+            started.elapsed()
+        })
+        .collect();
+    println!("session/new: {}", percentiles(news));
+    agent.close();
+
+    let runs = 200;
+    let entries: Vec<Value> = (0..runs)
+        .map(|_| json!({"stream": [{"text": "x"}], "finish": "stop"}))
+        .collect();
+    let (mut agent, _) = Agent::start(json!(entries));
+    agent.initialize();
+    let session = agent.session();
+    let firsts: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            let id = agent.request("session/prompt", prompt(&session, "go"));
+            agent.until(|f| f["method"] == "session/update");
+            let took = started.elapsed();
+            agent.response(id);
+            took
+        })
+        .collect();
+    println!("prompt → first update: {}", percentiles(firsts));
+    let one = agent.status("VmRSS:");
+    let more = 50;
+    for _ in 0..more {
+        agent.session();
+    }
+    let many = agent.status("VmRSS:");
+    println!(
+        "idle RSS: {one} KiB with one session; +{:.0} KiB per further idle session ({more} added)",
+        (many.saturating_sub(one)) as f64 / more as f64
+    );
+    agent.close();
+
+    for (name, entry) in [
+        (
+            "cancel → cancelled",
+            json!({"stream": [{"text": "x"}], "hang": true}),
+        ),
+        (
+            "cancel → cancelled, stream ignoring cancellation",
+            json!({"stream": [{"text": "x"}], "hang_ignoring_abort": true}),
+        ),
+    ] {
+        let runs = 50;
+        let (mut agent, _) = Agent::start(json!(vec![entry; runs]));
+        agent.initialize();
+        let session = agent.session();
+        let cancels: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let id = agent.request("session/prompt", prompt(&session, "go"));
+                agent.until(|f| f["method"] == "session/update");
+                let started = Instant::now();
+                agent.send(json!({"jsonrpc": "2.0", "method": "session/cancel",
+                    "params": {"sessionId": session}}));
+                let response = agent.response(id);
+                assert_eq!(response["result"]["stopReason"], "cancelled");
+                started.elapsed()
+            })
+            .collect();
+        println!("{name}: {}", percentiles(cancels));
+        agent.close();
+    }
+
+    let sessions = 100;
+    let entries: Vec<Value> = (0..sessions)
+        .map(|_| json!({"stream": [{"text": "x", "repeat": 1000}], "finish": "stop"}))
+        .collect();
+    let (mut agent, _) = Agent::start(json!(entries));
+    agent.initialize();
+    let ids: Vec<String> = (0..sessions).map(|_| agent.session()).collect();
+    let started = Instant::now();
+    let prompts: Vec<i64> = ids
+        .iter()
+        .map(|s| agent.request("session/prompt", prompt(s, "go")))
+        .collect();
+    let mut open: std::collections::HashSet<i64> = prompts.into_iter().collect();
+    let mut chunks = 0u64;
+    while !open.is_empty() {
+        let frame = agent.lines.recv_timeout(Duration::from_secs(60)).unwrap();
+        if frame["method"] == "session/update" {
+            chunks += 1;
+        } else if let Some(id) = frame["id"].as_i64()
+            && frame.get("method").is_none()
+        {
+            assert_eq!(frame["result"]["stopReason"], "end_turn");
+            open.remove(&id);
+        }
+    }
+    println!(
+        "{sessions} sessions × 1,000 chunks at once: {:?} wall, {chunks} updates, peak RSS {} KiB",
+        started.elapsed(),
+        agent.status("VmHWM:")
+    );
+    agent.close();
+}
