@@ -81,16 +81,9 @@ impl Conn {
             Ok(result) => result_frame(&id, result),
             Err(error) => error_frame(&id, &error),
         };
-        let out = self.out.clone();
-        // The reader must not wait on a full queue while holding the session order:
-        // frames are small, and the queue bound still applies to everyone else.
-        if self
-            .scope
-            .spawn(async move { out.send(frame).await })
-            .is_err()
-        {
-            tracing::debug!("a response after the bridge's scope closed was dropped");
-        }
+        // Queued at once, so it keeps its place before a later flush-and-close; the reader
+        // never waits on a full queue (a task takes the frame then).
+        self.out.send_now(frame);
     }
 
     fn request(self: &Arc<Conn>, id: Value, method: &str, params: Value) {

@@ -202,7 +202,6 @@ pub(crate) async fn ordered_path(
                     None => Vec::new(),
                 };
                 send_updates(&parts.out, &record.id, closures).await;
-                let _ = record.idle.send(true);
                 let frame = match &outcome {
                     None => {
                         tracing::warn!(
@@ -220,6 +219,9 @@ pub(crate) async fn ordered_path(
                     },
                 };
                 parts.out.send(frame).await;
+                // Only now: teardown waits for this, then flushes, so the response must
+                // already be queued.
+                let _ = record.idle.send(true);
             }
             Item::Replay { events, done } => {
                 replay(&record, &parts, &events).await;
