@@ -94,7 +94,7 @@ fn the_rfc_corpus_is_complete() {
         ("agent-lifecycle-and-ownership", true),
         ("session-persistence", true),
         ("shell-executor-ownership", true),
-        ("acp-bridge-transport", false),
+        ("acp-bridge-transport", true),
         ("model-seam", true),
         ("composition-root", true),
     ] {

@@ -117,12 +117,16 @@ async fn three_tools_in_order_with_their_flags_schemas_and_descriptions() {
             "the bash description lacks {needle:?}"
         );
     }
+    // Sorted: serde_json keeps insertion order when another crate in the build enables
+    // `preserve_order`, and the set of parameters is what matters.
+    let mut keys = schema.parameters["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect::<Vec<_>>();
+    keys.sort();
     assert_eq!(
-        schema.parameters["properties"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect::<Vec<_>>(),
+        keys,
         [
             "command",
             "description",
