@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -31,7 +31,8 @@ pub enum Policy {
 
 /// A running `dsh acp`.
 pub struct AcpDriver {
-    child: Child,
+    child: Option<Child>,
+    pid: u32,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
     stderr: mpsc::Receiver<String>,
@@ -53,6 +54,11 @@ impl AcpDriver {
         let mut command: Command = sandbox.dsh(["--replay", script, "acp"]);
         command.args(args);
         AcpDriver::spawn(command)
+    }
+
+    /// [`AcpDriver::start`] with `--permission allow`: calls run without asking.
+    pub fn allowing(sandbox: &Sandbox, script: &str) -> AcpDriver {
+        AcpDriver::start(sandbox, script, &["--permission", "allow"])
     }
 
     /// Spawns a prepared command with piped stdio.
@@ -84,7 +90,8 @@ impl AcpDriver {
         });
         AcpDriver {
             stdin: child.stdin.take(),
-            child,
+            pid: child.id(),
+            child: Some(child),
             lines,
             stderr: stderr_lines,
             transcript: Vec::new(),
@@ -96,7 +103,7 @@ impl AcpDriver {
 
     /// The child's pid.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
     /// Writes raw bytes to dsh's stdin.
@@ -195,6 +202,16 @@ impl AcpDriver {
         }
     }
 
+    /// Reads frames until a session update carrying exactly `text`.
+    pub fn until_text(&mut self, text: &str) -> Value {
+        self.until(text, |f| f["params"]["update"]["content"]["text"] == text)
+    }
+
+    /// Reads frames until the first update of a given kind (`tool_call`, say).
+    pub fn until_update(&mut self, kind: &str) -> Value {
+        self.until(kind, |f| f["params"]["update"]["sessionUpdate"] == kind)
+    }
+
     /// `initialize` (optionally with Zed's terminal-card flag); returns the result.
     pub fn initialize(&mut self, terminal_cards: bool) -> Value {
         let caps = if terminal_cards {
@@ -251,16 +268,20 @@ impl AcpDriver {
     /// Waits for the process to exit on its own (after a signal, say).
     pub fn wait_exit(&mut self) -> (Option<i32>, String) {
         while self.next_frame_quiet().is_some() {}
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap_or(None) {
-                break status;
-            }
-            if started.elapsed() > STEP {
-                let _ = self.child.kill();
+        let mut child = self.child.take().unwrap_or_else(|| panic!("waited twice"));
+        let (tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = match exited.recv_timeout(STEP) {
+            Ok(Ok(status)) => status,
+            Ok(Err(e)) => panic!("waiting for dsh acp: {e}"),
+            Err(_) => {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &self.pid.to_string()])
+                    .status();
                 panic!("dsh acp did not exit within {STEP:?}");
             }
-            std::thread::sleep(Duration::from_millis(10));
         };
         let mut stderr = String::new();
         while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(5)) {
@@ -282,7 +303,7 @@ impl AcpDriver {
     /// Sends a signal to dsh.
     pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
-            .args([format!("-{name}"), self.child.id().to_string()])
+            .args([format!("-{name}"), self.pid.to_string()])
             .status();
         assert!(status.is_ok_and(|s| s.success()), "kill -{name}");
     }

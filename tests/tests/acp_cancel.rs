@@ -8,10 +8,6 @@ use dsh_e2e::acp::AcpDriver;
 use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
 use serde_json::json;
 
-fn allow(sandbox: &Sandbox, script: &str) -> AcpDriver {
-    AcpDriver::start(sandbox, script, &["--permission", "allow"])
-}
-
 #[test]
 fn a_cancel_with_no_prompt_open_does_nothing() {
     let sandbox = Sandbox::new();
@@ -19,7 +15,7 @@ fn a_cancel_with_no_prompt_open_does_nothing() {
         "s",
         json!([{"stream": [{"text": "fine"}], "finish": "stop"}]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     acp.notify("session/cancel", json!({"sessionId": session}));
@@ -71,13 +67,11 @@ fn a_cancelled_stream_sends_nothing_after_its_response() {
             {"stream": [{"text": "next"}], "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let a = acp.prompt(&session, "A");
-    acp.until("the first chunk", |f| {
-        f["params"]["update"]["content"]["text"] == "partial"
-    });
+    acp.until_text("partial");
     acp.notify("session/cancel", json!({"sessionId": session}));
     acp.notify("session/cancel", json!({"sessionId": session}));
     let (response, _) = acp.response(&a);
@@ -106,13 +100,11 @@ async fn cancelling_a_running_command_fails_its_card_before_the_response_and_kil
             {"stream": [{"text": "never"}], "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let prompt = acp.prompt(&session, "go");
-    acp.until("the call", |f| {
-        f["params"]["update"]["sessionUpdate"] == "tool_call"
-    });
+    acp.until_update("tool_call");
     eventually("the command runs", || sleepers(&m) == 1).await;
     acp.notify("session/cancel", json!({"sessionId": session}));
     let (response, before) = acp.response(&prompt);
@@ -132,13 +124,11 @@ fn cancel_request_with_the_prompt_s_id_cancels_it_and_other_ids_do_nothing() {
         "s",
         json!([{"stream": [{"text": "partial"}], "hang": true}]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let prompt = acp.prompt(&session, "go");
-    acp.until("the first chunk", |f| {
-        f["params"]["update"]["content"]["text"] == "partial"
-    });
+    acp.until_text("partial");
     acp.notify("$/cancel_request", json!({"requestId": 999}));
     acp.notify("$/cancel_request", json!({"requestId": prompt.to_string()}));
     acp.notify("$/cancel_request", json!({"requestId": prompt}));
@@ -148,32 +138,36 @@ fn cancel_request_with_the_prompt_s_id_cancels_it_and_other_ids_do_nothing() {
 }
 
 #[test]
-fn a_stream_that_ignores_cancellation_is_still_answered_promptly() {
+fn a_stream_that_ignores_cancellation_is_answered_without_waiting_for_it() {
+    // The stall and the cancel backstop are both ten minutes, far past the driver's hang
+    // detector: a `cancelled` that arrives at all came from the loop dropping the stream.
     let sandbox = Sandbox::new();
+    let config = sandbox.root.path().join("acp.toml");
+    std::fs::write(&config, "[acp]\ncancel_grace_ms = 600000\n").unwrap();
     let script = sandbox.script(
         "s",
         json!([
             {"match": {"last_user_contains": "A"}, "stream": [{"text": "partial"}],
-             "stall_ms": 8000, "finish": "stop"},
+             "stall_ms": 600_000, "finish": "stop"},
             {"stream": [{"text": "next"}], "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::spawn(sandbox.dsh([
+        "--config",
+        config.to_str().unwrap(),
+        "--replay",
+        &script,
+        "acp",
+        "--permission",
+        "allow",
+    ]));
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let a = acp.prompt(&session, "A");
-    acp.until("the first chunk", |f| {
-        f["params"]["update"]["content"]["text"] == "partial"
-    });
-    let asked = std::time::Instant::now();
+    acp.until_text("partial");
     acp.notify("session/cancel", json!({"sessionId": session}));
     let (response, _) = acp.response(&a);
     assert_eq!(response["result"]["stopReason"], "cancelled");
-    assert!(
-        asked.elapsed() < std::time::Duration::from_secs(6),
-        "{:?}",
-        asked.elapsed()
-    );
     let (response, updates) = acp.prompt_to_end(&session, "again");
     assert_eq!(response["result"]["stopReason"], "end_turn");
     assert_eq!(updates.len(), 1, "{updates:?}");

@@ -8,10 +8,6 @@ use dsh_e2e::acp::AcpDriver;
 use dsh_test_support::processes::{alive, all_gone, eventually, marker, sleepers};
 use serde_json::{Value, json};
 
-fn allow(sandbox: &Sandbox, script: &str) -> AcpDriver {
-    AcpDriver::start(sandbox, script, &["--permission", "allow"])
-}
-
 fn load(acp: &mut AcpDriver, session: &str, cwd: &Value) -> (Value, Vec<Value>) {
     let id = acp.request(
         "session/load",
@@ -46,7 +42,7 @@ fn history_script(sandbox: &Sandbox) -> String {
 fn a_loaded_session_replays_its_history_and_continues_in_a_new_process() {
     let sandbox = Sandbox::new();
     let script = history_script(&sandbox);
-    let mut first = allow(&sandbox, &script);
+    let mut first = AcpDriver::allowing(&sandbox, &script);
     first.initialize(false);
     let session = first.new_session(&sandbox.work());
     first.prompt_to_end(&session, "hello 你好 🌍");
@@ -104,7 +100,7 @@ fn a_loaded_session_replays_its_history_and_continues_in_a_new_process() {
     );
     second.finish();
 
-    let mut third = allow(&sandbox, &script);
+    let mut third = AcpDriver::allowing(&sandbox, &script);
     third.initialize(true);
     let (_, updates) = load(&mut third, &session, &json!(sandbox.work()));
     let card = updates
@@ -119,7 +115,7 @@ fn a_loaded_session_replays_its_history_and_continues_in_a_new_process() {
 fn loads_of_unknown_or_unparseable_ids_are_not_found_and_create_nothing() {
     let sandbox = Sandbox::new();
     let script = history_script(&sandbox);
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     for id in ["01a20000-0000-7000-8000-000000000000", "../../etc"] {
         let (response, updates) = load(&mut acp, id, &json!(sandbox.work()));
@@ -135,13 +131,13 @@ fn loads_of_unknown_or_unparseable_ids_are_not_found_and_create_nothing() {
 fn a_load_from_another_directory_is_refused_and_a_trailing_dot_is_the_same_directory() {
     let sandbox = Sandbox::new();
     let script = history_script(&sandbox);
-    let mut first = allow(&sandbox, &script);
+    let mut first = AcpDriver::allowing(&sandbox, &script);
     first.initialize(false);
     let session = first.new_session(&sandbox.work());
     first.prompt_to_end(&session, "hello");
     first.finish();
 
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let (response, _) = load(&mut acp, &session, &json!("relative"));
     assert_eq!(response["error"]["code"], -32602);
@@ -168,7 +164,7 @@ fn a_load_from_another_directory_is_refused_and_a_trailing_dot_is_the_same_direc
 fn a_live_session_cannot_be_loaded_twice_and_pipelined_frames_wait_for_the_load() {
     let sandbox = Sandbox::new();
     let script = history_script(&sandbox);
-    let mut first = allow(&sandbox, &script);
+    let mut first = AcpDriver::allowing(&sandbox, &script);
     first.initialize(false);
     let session = first.new_session(&sandbox.work());
     first.prompt_to_end(&session, "hello");
@@ -179,7 +175,7 @@ fn a_live_session_cannot_be_loaded_twice_and_pipelined_frames_wait_for_the_load(
     );
     first.finish();
 
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let params = json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []});
     let frames = [
@@ -229,13 +225,11 @@ async fn after_a_sigkill_mid_command_the_loaded_call_is_shown_failed() {
             {"stream": [{"text": "after"}], "finish": "stop"}
         ]),
     );
-    let mut first = allow(&sandbox, &script);
+    let mut first = AcpDriver::allowing(&sandbox, &script);
     first.initialize(false);
     let session = first.new_session(&sandbox.work());
     first.prompt(&session, "go");
-    first.until("the call", |f| {
-        f["params"]["update"]["sessionUpdate"] == "tool_call"
-    });
+    first.until_update("tool_call");
     eventually("the command runs", || sleepers(&m) == 1).await;
     first.signal("KILL");
     let _ = first.wait_exit();
@@ -247,7 +241,7 @@ async fn after_a_sigkill_mid_command_the_loaded_call_is_shown_failed() {
     }
     all_gone(&m).await;
 
-    let mut second = allow(&sandbox, &script);
+    let mut second = AcpDriver::allowing(&sandbox, &script);
     second.initialize(false);
     let (response, updates) = load(&mut second, &session, &json!(sandbox.work()));
     assert_eq!(response["result"], json!({}), "{response}");

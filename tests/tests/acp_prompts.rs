@@ -7,10 +7,6 @@ use dsh_e2e::Sandbox;
 use dsh_e2e::acp::AcpDriver;
 use serde_json::{Value, json};
 
-fn allow(sandbox: &Sandbox, script: &str) -> AcpDriver {
-    AcpDriver::start(sandbox, script, &["--permission", "allow"])
-}
-
 fn bash(command: &str) -> Value {
     json!({"tool_call": {"name": "bash", "arguments": {"command": command}}})
 }
@@ -27,7 +23,7 @@ fn texts(updates: &[Value], kind: &str) -> String {
 fn new_sessions_get_distinct_ids_and_bad_scopes_are_refused_creating_nothing() {
     let sandbox = Sandbox::new();
     let script = sandbox.script("s", json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let ids: std::collections::HashSet<String> =
         (0..3).map(|_| acp.new_session(&sandbox.work())).collect();
@@ -73,7 +69,7 @@ fn new_sessions_get_distinct_ids_and_bad_scopes_are_refused_creating_nothing() {
 fn mcp_servers_are_accepted_and_their_secrets_never_logged() {
     let sandbox = Sandbox::new();
     let script = sandbox.script("s", json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let id = acp.request(
         "session/new",
@@ -96,7 +92,7 @@ fn text_and_reasoning_stream_in_script_order_and_the_prompt_is_not_echoed() {
         json!([{"stream": [{"reasoning": "think "}, {"text": "one "}, {"reasoning": "more"},
                            {"text": "two"}], "finish": "stop"}]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let (response, updates) = acp.prompt_to_end(&session, "hi");
@@ -134,7 +130,7 @@ fn bash_in_text_mode_is_an_execute_card_with_its_output_in_a_console_fence() {
             {"stream": [{"text": "DONE"}], "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let (response, updates) = acp.prompt_to_end(&session, "go");
@@ -173,7 +169,7 @@ fn bash_with_the_terminal_flag_is_a_terminal_card_that_finishes() {
         "s",
         json!([{"stream": [bash("echo OK")]}, {"stream": [{"text": "DONE"}], "finish": "stop"}]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(true);
     let session = acp.new_session(&sandbox.work());
     let (_, updates) = acp.prompt_to_end(&session, "go");
@@ -211,7 +207,7 @@ fn a_tool_failure_is_a_failed_card_and_the_turn_goes_on() {
             {"stream": [{"text": "ok"}], "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let (response, updates) = acp.prompt_to_end(&session, "go");
@@ -303,7 +299,7 @@ fn each_turn_end_has_its_stop_reason_and_an_error_keeps_the_session_usable() {
             {"stream": [{"text": "fine"}], "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let (response, _) = acp.prompt_to_end(&session, "boom");
@@ -332,7 +328,7 @@ fn thousands_of_chunks_all_arrive_before_the_response() {
         "s",
         json!([{"stream": [{"text": "x", "repeat": 5000}], "finish": "stop"}]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let (response, updates) = acp.prompt_to_end(&session, "go");
@@ -353,7 +349,7 @@ fn two_sessions_stream_at_once_without_cross_talk() {
              "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let a = acp.new_session(&sandbox.work());
     let b = acp.new_session(&sandbox.work());
@@ -389,13 +385,11 @@ fn a_second_prompt_on_a_busy_session_is_refused_and_the_first_goes_on() {
             {"stream": [{"text": "C"}], "finish": "stop"}
         ]),
     );
-    let mut acp = allow(&sandbox, &script);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let a = acp.prompt(&session, "A");
-    acp.until("the first chunk", |f| {
-        f["params"]["update"]["content"]["text"] == "partial"
-    });
+    acp.until_text("partial");
     let b = acp.prompt(&session, "B");
     let (response, _) = acp.response(&b);
     assert_eq!(response["error"]["code"], -32602);

@@ -32,9 +32,6 @@ pub(crate) struct Services {
     pub tools: Arc<dyn ToolRegistry>,
 }
 
-/// A frame held back until the load of its session answers.
-pub(crate) struct Deferred(pub Incoming);
-
 #[derive(Default)]
 pub(crate) struct State {
     /// A successful `initialize` was answered.
@@ -46,7 +43,7 @@ pub(crate) struct State {
     /// Live sessions by id.
     pub sessions: HashMap<String, Arc<Record>>,
     /// Ids whose `session/load` is running, with the frames waiting for it.
-    pub loading: HashMap<String, Vec<Deferred>>,
+    pub loading: HashMap<String, Vec<Incoming>>,
 }
 
 /// One client connection.
@@ -107,17 +104,14 @@ impl Conn {
             "session/new" => crate::handlers::new_session(self, id, params),
             "session/load" => crate::handlers::load_session(self, id, params),
             "session/prompt" => {
-                if let Some(deferred) = self.defer_if_loading(
-                    &params,
-                    Incoming::Request {
-                        id: id.clone(),
-                        method: method.to_owned(),
-                        params: params.clone(),
-                    },
-                ) {
-                    return deferred;
+                let waits = self.defer_if_loading(&params, || Incoming::Request {
+                    id: id.clone(),
+                    method: method.to_owned(),
+                    params: params.clone(),
+                });
+                if !waits {
+                    crate::handlers::prompt(self, id, params);
                 }
-                crate::handlers::prompt(self, id, params);
             }
             other => self.reply(
                 id,
@@ -135,16 +129,13 @@ impl Conn {
         let Some(params) = params else { return };
         match method {
             "session/cancel" => {
-                if let Some(deferred) = self.defer_if_loading(
-                    &params,
-                    Incoming::Notification {
-                        method: method.to_owned(),
-                        params: Some(params.clone()),
-                    },
-                ) {
-                    return deferred;
+                let waits = self.defer_if_loading(&params, || Incoming::Notification {
+                    method: method.to_owned(),
+                    params: Some(params.clone()),
+                });
+                if !waits {
+                    crate::handlers::cancel(self, &params);
                 }
-                crate::handlers::cancel(self, &params);
             }
             "$/cancel_request" => crate::handlers::cancel_request(self, &params),
             _ => {}
@@ -165,13 +156,18 @@ impl Conn {
         }
     }
 
-    /// Holds a frame back when it names a session whose load is running.
-    fn defer_if_loading(&self, params: &Value, frame: Incoming) -> Option<()> {
-        let id = params.get("sessionId")?.as_str()?;
-        let mut state = self.state.lock();
-        let backlog = state.loading.get_mut(id)?;
-        backlog.push(Deferred(frame));
-        Some(())
+    /// Holds a frame back when it names a session whose load is running; true if it did.
+    fn defer_if_loading(&self, params: &Value, frame: impl FnOnce() -> Incoming) -> bool {
+        let Some(id) = params.get("sessionId").and_then(Value::as_str) else {
+            return false;
+        };
+        match self.state.lock().loading.get_mut(id) {
+            Some(backlog) => {
+                backlog.push(frame());
+                true
+            }
+            None => false,
+        }
     }
 
     /// The live record of `session_id`, if this connection has one.

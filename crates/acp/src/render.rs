@@ -355,37 +355,11 @@ impl Renderer {
                     name: "tool".into(),
                     arguments: String::new(),
                 };
-                let key2 = (stand_in.turn, stand_in.step, stand_in.call_id.clone());
-                let n = self.used.entry(key2.clone()).or_insert(0);
-                *n += 1;
-                let id = match *n {
-                    1 => format!("{}:{}:{}", stand_in.turn, stand_in.step, stand_in.call_id),
-                    n => format!(
-                        "{}:{}:{}:{n}",
-                        stand_in.turn, stand_in.step, stand_in.call_id
-                    ),
-                };
-                out.push(SessionUpdate::ToolCall(
-                    ToolCall::new(ToolCallId::new(id.as_str()), "tool")
-                        .kind(ToolKind::Other)
-                        .status(ToolCallStatus::InProgress),
-                ));
-                self.by_call.entry(key2).or_default().push(id.clone());
-                self.order.push(id.clone());
-                self.open.insert(
-                    id.clone(),
-                    OpenCall {
-                        turn: stand_in.turn,
-                        record: stand_in,
-                        card: false,
-                        content: Vec::new(),
-                        title: "tool".into(),
-                        kind: ToolKind::Other,
-                        raw_input: Value::Null,
-                        pending: false,
-                    },
-                );
-                id
+                out.push(self.announce(stand_in, cx));
+                match self.by_call.get(&key).and_then(|ids| ids.last().cloned()) {
+                    Some(id) => id,
+                    None => return,
+                }
             }
         };
         let Some(call) = self.take(&id) else {

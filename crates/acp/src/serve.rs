@@ -59,6 +59,8 @@ pub struct ServeReport {
     pub sessions_left: usize,
     /// The teardown deadline passed before everything had stopped.
     pub deadline_hit: bool,
+    /// From the trigger to `serve` returning: what is left of the deadline is the caller's.
+    pub teardown: Duration,
 }
 
 /// Forwards every appended event of a session this connection serves to its ordered path.
@@ -117,6 +119,7 @@ impl AcpBridge {
         }
         let reason = read_until_trigger(&conn, input, &broken, shutdown).await;
         tracing::info!(%reason, "connection ending");
+        let triggered = std::time::Instant::now();
         let deadline = conn.config.teardown_deadline;
         let finished = tokio::time::timeout(deadline, teardown(&conn))
             .await
@@ -129,7 +132,8 @@ impl AcpBridge {
         let sessions_left = conn.services.store.list_live().len();
         conn.state.lock().sessions.clear();
         if finished {
-            scope.dispose().await;
+            let left = deadline.saturating_sub(triggered.elapsed());
+            let _ = tokio::time::timeout(left, scope.dispose()).await;
         }
         tracing::info!(
             "teardown complete reason={reason} agents={agents_left} sessions={sessions_left}"
@@ -139,6 +143,7 @@ impl AcpBridge {
             agents_left,
             sessions_left,
             deadline_hit: !finished,
+            teardown: triggered.elapsed(),
         })
     }
 }

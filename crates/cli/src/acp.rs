@@ -6,7 +6,7 @@
 //! an editor must not be left with a lingering agent.
 
 use std::os::unix::fs::DirBuilderExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dsh_acp::{AcpBridge, AcpConfig, PermissionMode, ShutdownReason};
 use tokio::signal::unix::{SignalKind, signal};
@@ -75,11 +75,12 @@ async fn serve(global: &Global, permission: Option<AcpPermission>) -> Result<(),
     let report = bridge
         .serve(tokio::io::stdin(), tokio::io::stdout(), shutdown)
         .await;
-    let started = Instant::now();
     // The bridge has stopped every agent; the root scope still holds the shell executor and
-    // the session store. Its disposal is bounded too.
-    let left = deadline.saturating_sub(started.elapsed());
-    if tokio::time::timeout(left.max(Duration::from_secs(1)), runtime.shutdown())
+    // the session store. Their disposal gets what is left of the deadline, and no more: an
+    // editor must never be left waiting on a lingering agent.
+    let spent = report.as_ref().map_or(Duration::ZERO, |r| r.teardown);
+    let left = deadline.saturating_sub(spent);
+    if tokio::time::timeout(left, runtime.shutdown())
         .await
         .is_err()
     {

@@ -29,7 +29,7 @@ pub(crate) use setup::{load_session, new_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
 pub(crate) fn initialize(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcError> {
-    decode(conn, "initialize", params)?;
+    decode("initialize", params)?;
     let terminal_output = params
         .pointer("/clientCapabilities/_meta/terminal_output")
         .is_some_and(|v| v == &Value::Bool(true));
@@ -57,8 +57,7 @@ pub(crate) fn initialize(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcE
 }
 
 /// Decodes params by method; `mcpServers: null` counts as an empty list.
-pub(super) fn decode(conn: &Conn, method: &str, params: &Value) -> Result<ClientRequest, RpcError> {
-    let _ = conn;
+pub(super) fn decode(method: &str, params: &Value) -> Result<ClientRequest, RpcError> {
     let mut params = params.clone();
     if let Some(servers) = params.get_mut("mcpServers")
         && servers.is_null()

@@ -57,7 +57,7 @@ pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value) {
         .get("sessionId")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let request = match decode(conn, "session/prompt", &params) {
+    let request = match decode("session/prompt", &params) {
         Ok(ClientRequest::PromptRequest(request)) => request,
         Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
         Err(error) => return conn.reply(id, Err(error)),

@@ -18,7 +18,7 @@ use crate::rpc::{RpcError, code, error_frame, result_frame};
 
 /// `session/new`.
 pub(crate) fn new_session(conn: &Arc<Conn>, id: Value, params: Value) {
-    let request = match decode(conn, "session/new", &params) {
+    let request = match decode("session/new", &params) {
         Ok(ClientRequest::NewSessionRequest(request)) => request,
         Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
         Err(error) => return conn.reply(id, Err(error)),
@@ -96,7 +96,7 @@ fn normalise(path: &Path) -> PathBuf {
 
 /// `session/load`.
 pub(crate) fn load_session(conn: &Arc<Conn>, id: Value, params: Value) {
-    let request = match decode(conn, "session/load", &params) {
+    let request = match decode("session/load", &params) {
         Ok(ClientRequest::LoadSessionRequest(request)) => request,
         Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
         Err(error) => return conn.reply(id, Err(error)),
@@ -164,7 +164,7 @@ fn release_backlog(conn: &Arc<Conn>, id: &str) {
             }
         };
         for frame in waiting {
-            conn.dispatch_deferred(frame.0);
+            conn.dispatch_deferred(frame);
         }
     }
 }
