@@ -1,6 +1,6 @@
 //! The connection: its state, and the dispatch of every classified frame.
 //!
-//! The reader task calls [`Conn::dispatch`] and never waits on handler work: prompts and
+//! The reader task calls [`Conn::dispatch_all`] and never waits on handler work: prompts and
 //! cancels are settled synchronously (`Agent::send` and `Agent::cancel` do not block), and
 //! creations and loads run on tasks of the bridge's scope. Frames naming a session whose
 //! load is still running wait behind that load, so one session's frames keep their order.
@@ -62,13 +62,24 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// Handles one classified input frame.
-    pub(crate) fn dispatch(self: &Arc<Conn>, incoming: Incoming) {
+    /// Handles the frames of one read, in order. A prompt that a later frame of the same
+    /// read cancels never reaches its agent: the agent loop runs on other threads and could
+    /// call the model before the reader gets to the cancel.
+    pub(crate) fn dispatch_all(self: &Arc<Conn>, frames: Vec<Incoming>) {
+        let doomed = cancelled_ahead(&frames);
+        for (frame, doomed) in frames.into_iter().zip(doomed) {
+            self.dispatch_one(frame, doomed);
+        }
+    }
+
+    fn dispatch_one(self: &Arc<Conn>, incoming: Incoming, cancelled_ahead: bool) {
         match incoming {
             Incoming::Refuse { id, error } => self.reply(id, Err(error)),
             Incoming::Response { id, outcome } => self.outgoing.answer(&id, outcome),
             Incoming::Notification { method, params } => self.notification(&method, params),
-            Incoming::Request { id, method, params } => self.request(id, &method, params),
+            Incoming::Request { id, method, params } => {
+                self.request(id, &method, params, cancelled_ahead);
+            }
         }
     }
 
@@ -83,7 +94,7 @@ impl Conn {
         self.out.send_now(frame);
     }
 
-    fn request(self: &Arc<Conn>, id: Value, method: &str, params: Value) {
+    fn request(self: &Arc<Conn>, id: Value, method: &str, params: Value, cancelled_ahead: bool) {
         tracing::debug!(%method, %id, "request");
         let initialized = self.state.lock().initialized;
         if method != "initialize" && !initialized {
@@ -110,7 +121,7 @@ impl Conn {
                     params: params.clone(),
                 });
                 if !waits {
-                    crate::handlers::prompt(self, id, params);
+                    crate::handlers::prompt(self, id, params, cancelled_ahead);
                 }
             }
             other => self.reply(
@@ -142,17 +153,20 @@ impl Conn {
         }
     }
 
-    /// Serves a frame that waited for its session's load (the load has answered).
-    pub(crate) fn dispatch_deferred(self: &Arc<Conn>, incoming: Incoming) {
-        match incoming {
-            Incoming::Request { id, method, params } if method == "session/prompt" => {
-                crate::handlers::prompt(self, id, params);
+    /// Serves, in order, frames that waited for their session's load (it has answered).
+    pub(crate) fn dispatch_deferred(self: &Arc<Conn>, frames: Vec<Incoming>) {
+        let doomed = cancelled_ahead(&frames);
+        for (frame, doomed) in frames.into_iter().zip(doomed) {
+            match frame {
+                Incoming::Request { id, method, params } if method == "session/prompt" => {
+                    crate::handlers::prompt(self, id, params, doomed);
+                }
+                Incoming::Notification {
+                    method,
+                    params: Some(params),
+                } if method == "session/cancel" => crate::handlers::cancel(self, &params),
+                other => self.dispatch_one(other, doomed),
             }
-            Incoming::Notification {
-                method,
-                params: Some(params),
-            } if method == "session/cancel" => crate::handlers::cancel(self, &params),
-            other => self.dispatch(other),
         }
     }
 
@@ -173,5 +187,79 @@ impl Conn {
     /// The live record of `session_id`, if this connection has one.
     pub(crate) fn record(&self, session_id: &str) -> Option<Arc<Record>> {
         self.state.lock().sessions.get(session_id).cloned()
+    }
+}
+
+/// For each frame: is it a `session/prompt` that a later frame of the list cancels (a
+/// `session/cancel` of its session, or a `$/cancel_request` with its id)?
+fn cancelled_ahead(frames: &[Incoming]) -> Vec<bool> {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, frame)| {
+            let Incoming::Request { id, method, params } = frame else {
+                return false;
+            };
+            if method != "session/prompt" {
+                return false;
+            }
+            let session = params.get("sessionId");
+            frames[i + 1..].iter().any(|later| match later {
+                Incoming::Notification {
+                    method,
+                    params: Some(p),
+                } if method == "session/cancel" => {
+                    session.is_some() && p.get("sessionId") == session
+                }
+                Incoming::Notification {
+                    method,
+                    params: Some(p),
+                } if method == "$/cancel_request" => p.get("requestId") == Some(id),
+                _ => false,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::classify;
+
+    fn frames(lines: &[Value]) -> Vec<Incoming> {
+        lines
+            .iter()
+            .map(|l| classify(l.to_string().as_bytes()))
+            .collect()
+    }
+
+    fn prompt(id: Value, session: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": session, "prompt": []}})
+    }
+
+    #[test]
+    fn a_prompt_is_doomed_only_by_a_later_cancel_of_its_own_session_or_id() {
+        let cancel = |s: &str| {
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s}})
+        };
+        let by_id = |id: Value| {
+            json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})
+        };
+        let read = frames(&[
+            cancel("a"),
+            prompt(json!(1), "a"),
+            prompt(json!(2), "b"),
+            prompt(json!("3"), "c"),
+            cancel("a"),
+            by_id(json!(3)),
+        ]);
+        assert_eq!(
+            cancelled_ahead(&read),
+            [false, true, false, false, false, false],
+            "a cancel before the prompt, another session's and a look-alike id do not count"
+        );
+        let read = frames(&[prompt(json!("3"), "c"), by_id(json!("3"))]);
+        assert_eq!(cancelled_ahead(&read), [true, false]);
     }
 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::conn::{Conn, State};
-use crate::envelope::classify;
+use crate::envelope::{Incoming, classify};
 use crate::outgoing::OutgoingTable;
 use crate::record::Item;
 use crate::rpc::{RpcError, code};
@@ -158,29 +158,42 @@ async fn read_until_trigger<R: AsyncRead + Unpin>(
     let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input), limit);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let line = tokio::select! {
+        let first = tokio::select! {
             biased;
             () = broken.cancelled() => return ShutdownReason::OutputBroken,
             reason = &mut shutdown => return reason,
             line = lines.next() => line,
         };
-        match line {
-            Ok(None) => return ShutdownReason::InputClosed,
-            Err(e) => {
-                tracing::info!(error = %e, "reading the input failed");
-                return ShutdownReason::InputError;
-            }
-            Ok(Some(Line::TooLong)) => conn.reply(
-                Value::Null,
-                Err(RpcError::new(code::PARSE, "message exceeds the line limit")
-                    .with_data(json!({ "limit": limit }))),
-            ),
-            Ok(Some(Line::Text(bytes))) => {
-                if bytes.iter().all(u8::is_ascii_whitespace) {
-                    continue;
+        // Every line already read goes in one batch, so a cancel written together with its
+        // prompt is seen before the prompt reaches the agent.
+        let mut read = vec![first];
+        while lines.has_buffered_line() {
+            read.push(lines.next().await);
+        }
+        let mut frames = Vec::with_capacity(read.len());
+        let mut ended = None;
+        for line in read {
+            match line {
+                Ok(None) => ended = Some(ShutdownReason::InputClosed),
+                Err(e) => {
+                    tracing::info!(error = %e, "reading the input failed");
+                    ended = Some(ShutdownReason::InputError);
                 }
-                conn.dispatch(classify(&bytes));
+                Ok(Some(Line::TooLong)) => frames.push(Incoming::Refuse {
+                    id: Value::Null,
+                    error: RpcError::new(code::PARSE, "message exceeds the line limit")
+                        .with_data(json!({ "limit": limit })),
+                }),
+                Ok(Some(Line::Text(bytes))) if bytes.iter().all(u8::is_ascii_whitespace) => {}
+                Ok(Some(Line::Text(bytes))) => frames.push(classify(&bytes)),
             }
+            if ended.is_some() {
+                break;
+            }
+        }
+        conn.dispatch_all(frames);
+        if let Some(reason) = ended {
+            return reason;
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use std::io;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -26,13 +26,18 @@ pub(crate) enum Line {
 
 /// Reads bounded lines from `input`.
 pub(crate) struct LineReader<R> {
-    input: R,
+    input: BufReader<R>,
     limit: usize,
 }
 
-impl<R: AsyncBufRead + Unpin> LineReader<R> {
-    pub(crate) fn new(input: R, limit: usize) -> LineReader<R> {
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    pub(crate) fn new(input: BufReader<R>, limit: usize) -> LineReader<R> {
         LineReader { input, limit }
+    }
+
+    /// Whether a whole line is already read into the buffer, so `next` will not wait.
+    pub(crate) fn has_buffered_line(&self) -> bool {
+        self.input.buffer().contains(&b'\n')
     }
 
     /// The next line; `None` at end of input. A last line without a newline is served.

@@ -52,7 +52,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
 
 /// `session/prompt`: synchronous up to `Agent::send`, so a cancel in the same write
 /// always finds the prompt it cancels.
-pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value) {
+pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value, cancelled_ahead: bool) {
     let sent = params
         .get("sessionId")
         .and_then(Value::as_str)
@@ -91,6 +91,12 @@ pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value) {
                 )
                 .with_data(json!({ "sessionId": sent }))),
             );
+        }
+        if cancelled_ahead {
+            // Cancelled in the same read, before any turn could claim it: the model is
+            // never called, and the words never enter the history.
+            drop(inflight);
+            return conn.reply(id, Ok(json!({ "stopReason": "cancelled" })));
         }
         *inflight = Some(Inflight {
             request_id: id.clone(),

@@ -163,9 +163,7 @@ fn release_backlog(conn: &Arc<Conn>, id: &str) {
                 }
             }
         };
-        for frame in waiting {
-            conn.dispatch_deferred(frame);
-        }
+        conn.dispatch_deferred(waiting);
     }
 }
 
