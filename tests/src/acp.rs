@@ -261,8 +261,20 @@ impl AcpDriver {
     /// Closes stdin, reads what is left, and waits (bounded) for the exit; returns the exit
     /// code and the whole stderr.
     pub fn finish(mut self) -> (Option<i32>, String) {
-        self.stdin = None;
+        self.close_stdin();
         self.wait_exit()
+    }
+
+    /// Closes dsh's stdin, as an editor does when it lets the agent go.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The response to `id` in the transcript so far, if there is one.
+    pub fn answered(&self, id: &Value) -> Option<&Value> {
+        self.transcript
+            .iter()
+            .find(|f| f.get("method").is_none() && &f["id"] == id)
     }
 
     /// Waits for the process to exit on its own (after a signal, say).

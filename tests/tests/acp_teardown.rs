@@ -168,3 +168,28 @@ fn a_stream_that_ignores_cancellation_cannot_hold_the_exit() {
     let stored = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
     assert!(stored.contains("\"kind\":\"aborted\""), "{stored}");
 }
+
+#[tokio::test]
+async fn closing_stdin_answers_the_open_prompt_even_when_its_command_resists_termination() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let script = sandbox.script(
+        "s",
+        json!([{"stream": [{"tool_call": {"name": "bash", "arguments": {"command":
+            format!("trap '' TERM INT; bash -c 'trap \"\" TERM INT; exec sleep 1000.{m}'")}}}]}]),
+    );
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let prompt = acp.prompt(&session, "go");
+    acp.until_update("tool_call");
+    eventually("the command runs", || sleepers(&m) == 1).await;
+    acp.close_stdin();
+    let (code, stderr) = acp.wait_exit();
+    assert_eq!(code, Some(0), "{stderr}");
+    let response = acp
+        .answered(&prompt)
+        .expect("the open prompt is answered before exit");
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    all_gone(&m).await;
+}

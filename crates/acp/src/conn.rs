@@ -240,12 +240,8 @@ mod tests {
 
     #[test]
     fn a_prompt_is_doomed_only_by_a_later_cancel_of_its_own_session_or_id() {
-        let cancel = |s: &str| {
-            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s}})
-        };
-        let by_id = |id: Value| {
-            json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})
-        };
+        let cancel = |s: &str| json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s}});
+        let by_id = |id: Value| json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}});
         let read = frames(&[
             cancel("a"),
             prompt(json!(1), "a"),

@@ -85,7 +85,8 @@ pub(crate) struct Record {
     pub caps: RenderCaps,
     pub grants: Arc<Grants>,
     pub inflight: Mutex<Option<Inflight>>,
-    /// `true` while no prompt is open; teardown waits on it.
+    /// `true` while no prompt is open; teardown waits on it. Always set with `send_replace`:
+    /// `send` changes nothing while no receiver exists, which is most of the time.
     pub idle: watch::Sender<bool>,
     pub queue: mpsc::UnboundedSender<Item>,
 }
@@ -221,7 +222,7 @@ pub(crate) async fn ordered_path(
                 parts.out.send(frame).await;
                 // Only now: teardown waits for this, then flushes, so the response must
                 // already be queued.
-                let _ = record.idle.send(true);
+                let _ = record.idle.send_replace(true);
             }
             Item::Replay { events, done } => {
                 replay(&record, &parts, &events).await;

@@ -105,13 +105,13 @@ pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value, cancelled_ahead
             cancel_requested: false,
         });
     }
-    let _ = record.idle.send(false);
+    let _ = record.idle.send_replace(false);
     // No lock is held here: sending appends to the session, whose observers take locks.
     let ticket = match record.agent.send(message) {
         Ok(ticket) => ticket,
         Err(e) => {
             *record.inflight.lock() = None;
-            let _ = record.idle.send(true);
+            let _ = record.idle.send_replace(true);
             let code = match e {
                 AgentError::InvalidMessage { .. } => code::INVALID_PARAMS,
                 _ => code::INTERNAL,
