@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 
 use crate::Sandbox;
 
+mod invariants;
+pub use invariants::{Wire, check as check_invariants};
+
 /// How the driver answers `session/request_permission`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -38,6 +41,8 @@ pub struct AcpDriver {
     stderr: mpsc::Receiver<String>,
     /// Every stdout line so far.
     pub transcript: Vec<Value>,
+    /// Both directions in the order the driver saw them, for the invariants.
+    pub wire: Vec<Wire>,
     next_id: i64,
     /// How permission requests are answered.
     pub policy: Policy,
@@ -95,6 +100,7 @@ impl AcpDriver {
             lines,
             stderr: stderr_lines,
             transcript: Vec::new(),
+            wire: Vec::new(),
             next_id: 1,
             policy: Policy::Allow,
             asked: Vec::new(),
@@ -108,6 +114,11 @@ impl AcpDriver {
 
     /// Writes raw bytes to dsh's stdin.
     pub fn write_raw(&mut self, bytes: &[u8]) {
+        for line in bytes.split(|b| *b == b'\n') {
+            if let Ok(frame) = serde_json::from_slice::<Value>(line) {
+                self.wire.push(Wire::Out(frame));
+            }
+        }
         if let Some(stdin) = self.stdin.as_mut() {
             let _ = stdin.write_all(bytes).and_then(|()| stdin.flush());
         }
@@ -148,6 +159,7 @@ impl AcpDriver {
         let frame: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
         self.transcript.push(frame.clone());
+        self.wire.push(Wire::In(frame.clone()));
         if frame["method"] == "session/request_permission" {
             self.asked.push(frame.clone());
             self.answer_permission(&frame);
@@ -260,9 +272,21 @@ impl AcpDriver {
 
     /// Closes stdin, reads what is left, and waits (bounded) for the exit; returns the exit
     /// code and the whole stderr.
+    ///
+    /// Letting the agent go always ends the same way: exit 0, and a teardown that left no
+    /// agent and no live session behind.
     pub fn finish(mut self) -> (Option<i32>, String) {
         self.close_stdin();
-        self.wait_exit()
+        let (code, stderr) = self.wait_exit();
+        check_invariants(&self.wire, true);
+        assert_eq!(code, Some(0), "exit after stdin closed; stderr:\n{stderr}");
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.contains("teardown complete") && l.contains("agents=0 sessions=0")),
+            "no clean teardown census on stderr:\n{stderr}"
+        );
+        (code, stderr)
     }
 
     /// Closes dsh's stdin, as an editor does when it lets the agent go.
@@ -300,7 +324,7 @@ impl AcpDriver {
             stderr.push_str(&line);
             stderr.push('\n');
         }
-        check_invariants(&self.transcript);
+        check_invariants(&self.wire, false);
         (status.code(), stderr)
     }
 
@@ -309,6 +333,7 @@ impl AcpDriver {
         let frame: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
         self.transcript.push(frame.clone());
+        self.wire.push(Wire::In(frame.clone()));
         Some(frame)
     }
 
@@ -318,65 +343,5 @@ impl AcpDriver {
             .args([format!("-{name}"), self.pid.to_string()])
             .status();
         assert!(status.is_ok_and(|s| s.success()), "kill -{name}");
-    }
-}
-
-/// The protocol invariants every transcript must keep: JSON-RPC 2.0 frames only; one
-/// response per request id; per tool call, an announcement before any update and nothing
-/// after a final status; only the five stop reasons.
-pub fn check_invariants(transcript: &[Value]) {
-    use std::collections::{HashMap, HashSet};
-    let mut answered = HashSet::new();
-    let mut calls: HashMap<String, bool> = HashMap::new();
-    for frame in transcript {
-        assert_eq!(frame["jsonrpc"], "2.0", "not a JSON-RPC 2.0 frame: {frame}");
-        if frame.get("method").is_none() {
-            // Refusals of unreadable lines all carry a null id.
-            let id = frame["id"].to_string();
-            assert!(
-                frame["id"].is_null() || answered.insert(id.clone()),
-                "two responses for id {id}"
-            );
-            if let Some(reason) = frame["result"].get("stopReason") {
-                let reason = reason.as_str().unwrap_or("");
-                assert!(
-                    [
-                        "end_turn",
-                        "max_tokens",
-                        "max_turn_requests",
-                        "refusal",
-                        "cancelled"
-                    ]
-                    .contains(&reason),
-                    "stop reason {reason}"
-                );
-            }
-            continue;
-        }
-        if frame["method"] != "session/update" {
-            continue;
-        }
-        let update = &frame["params"]["update"];
-        let Some(id) = update["toolCallId"].as_str() else {
-            continue;
-        };
-        match update["sessionUpdate"].as_str() {
-            Some("tool_call") => {
-                assert!(
-                    calls.insert(id.to_owned(), false).is_none(),
-                    "{id} announced twice"
-                );
-            }
-            Some("tool_call_update") => {
-                let finished = calls
-                    .get_mut(id)
-                    .unwrap_or_else(|| panic!("{id} updated before it was announced"));
-                assert!(!*finished, "{id} updated after its final status");
-                if matches!(update["status"].as_str(), Some("completed" | "failed")) {
-                    *finished = true;
-                }
-            }
-            _ => {}
-        }
     }
 }

@@ -25,6 +25,26 @@ pub fn binary() -> &'static Path {
             .is_some_and(|dir| dir.ends_with("release"));
         let mut build = Command::new(cargo);
         build.args(["build", "--quiet", "-p", "dsh", "--bin", "dsh"]);
+        // What cargo sets for a running test must not reach the nested build: some build
+        // scripts (ring's) rerun when `CARGO_MANIFEST_DIR` changes, so a leaked one rebuilt the
+        // TLS stack, and everything above it, on every test binary and again on the next
+        // `cargo test`.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let set_for_tests = [
+                "CARGO_MANIFEST_",
+                "CARGO_PKG_",
+                "CARGO_BIN_",
+                "CARGO_CRATE_",
+            ]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+                || key == "CARGO_PRIMARY_PACKAGE"
+                || key == "CARGO_TARGET_TMPDIR";
+            if set_for_tests {
+                build.env_remove(key.as_ref());
+            }
+        }
         if release {
             build.arg("--release");
         }

@@ -55,7 +55,7 @@ impl ApprovalGate for SessionGate {
             self.allowed(&request);
             return ApprovalDecision::Allow;
         }
-        let (reply, asked) = oneshot::channel();
+        let (reply, mut asked) = oneshot::channel();
         let item = Item::Permission {
             turn: request.turn,
             step: request.step,
@@ -68,8 +68,16 @@ impl ApprovalGate for SessionGate {
         }
         let (id, answer) = tokio::select! {
             biased;
-            () = request.cancel.cancelled() => return ApprovalDecision::Cancelled,
-            asked = asked => match asked {
+            () = request.cancel.cancelled() => {
+                // The question may be on the wire already: withdraw it. If it is not, the
+                // closed channel tells the session's path not to ask, or to withdraw it.
+                asked.close();
+                if let Ok(Some((id, _))) = asked.try_recv() {
+                    withdraw(&self.outgoing, &self.out, id);
+                }
+                return ApprovalDecision::Cancelled;
+            }
+            asked = &mut asked => match asked {
                 Ok(Some(sent)) => sent,
                 // No open prompt to attach the question to.
                 _ => return reject(FAILED_CLOSED),
@@ -104,13 +112,19 @@ struct Outstanding<'a> {
 impl Drop for Outstanding<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            self.gate.outgoing.forget(id);
-            self.gate.out.send_now(notification_frame(
-                "$/cancel_request",
-                json!({"requestId": id}),
-            ));
+            withdraw(&self.gate.outgoing, &self.gate.out, id);
         }
     }
+}
+
+/// Withdraws a question the client was sent and will not be waited for: its answer is
+/// forgotten, and the client is told to close the dialog.
+pub(crate) fn withdraw(outgoing: &OutgoingTable, out: &FrameSender, id: i64) {
+    outgoing.forget(id);
+    out.send_now(notification_frame(
+        "$/cancel_request",
+        json!({"requestId": id}),
+    ));
 }
 
 impl SessionGate {
@@ -152,3 +166,6 @@ fn reject(reason: &str) -> ApprovalDecision {
         reason: reason.into(),
     }
 }
+
+#[cfg(test)]
+mod tests;

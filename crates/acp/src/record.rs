@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::PermissionMode;
 use crate::outgoing::{Answer, OutgoingTable};
+use crate::permission::withdraw;
 use crate::render::{RenderCaps, RenderContext, RenderMode, Renderer};
 use crate::rpc::{error_frame, request_frame, result_frame};
 use crate::stop::stop_reason;
@@ -154,7 +155,8 @@ pub(crate) async fn ordered_path(
                     .as_ref()
                     .is_some_and(|f| f.turn == Some(turn));
                 let announced = live.announced(turn, step, &call_id).filter(|_| open);
-                let Some(call) = announced else {
+                // A gate that stopped waiting (its turn was cancelled) closed `reply`.
+                let Some(call) = announced.filter(|_| !reply.is_closed()) else {
                     let _ = reply.send(None);
                     continue;
                 };
@@ -164,7 +166,11 @@ pub(crate) async fn ordered_path(
                     .out
                     .send(request_frame(id, "session/request_permission", request))
                     .await;
-                let _ = reply.send(Some((id, answer)));
+                // The gate may have given up while the question was being written: then
+                // nobody will withdraw it but this path.
+                if reply.send(Some((id, answer))).is_err() {
+                    withdraw(&parts.outgoing, &parts.out, id);
+                }
             }
             Item::Allowed {
                 turn,

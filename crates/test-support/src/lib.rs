@@ -19,7 +19,7 @@ pub mod sse;
 pub mod providers {
     pub use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
     pub use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiPlugin};
-    pub use dsh_llm_replay::{ReplayModel, ReplayScript};
+    pub use dsh_llm_replay::{ReplayModel, ReplayPlugin, ReplayScript};
     pub use dsh_session_jsonl::{JsonlConfig, JsonlPersistence, JsonlPlugin};
     pub use dsh_shell_local::{LocalShellConfig, LocalShellExecutor, ShellLocalPlugin};
 }
