@@ -255,3 +255,48 @@ async fn after_a_sigkill_mid_command_the_loaded_call_is_shown_failed() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     second.finish();
 }
+
+#[test]
+fn a_load_written_as_the_input_closes_ends_cleanly_and_the_session_loads_again() {
+    let sandbox = Sandbox::new();
+    let script = history_script(&sandbox);
+    let mut first = AcpDriver::allowing(&sandbox, &script);
+    first.initialize(false);
+    let session = first.new_session(&sandbox.work());
+    first.prompt_to_end(&session, "hello");
+    first.prompt_to_end(&session, "run echo X");
+    first.finish();
+
+    let mut racing = AcpDriver::allowing(&sandbox, &script);
+    racing.initialize(false);
+    racing.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
+    );
+    // `finish` closes stdin at once, and asserts exit 0, no agent and no live session left,
+    // and that the load was answered one way or the other.
+    racing.finish();
+
+    let mut again = AcpDriver::allowing(&sandbox, &script);
+    again.initialize(false);
+    let (response, updates) = load(&mut again, &session, &json!(sandbox.work()));
+    assert_eq!(response["result"], json!({}), "{response}");
+    let kinds: Vec<&str> = updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ],
+        "the whole history, nothing lost to the race"
+    );
+    again.finish();
+}

@@ -176,3 +176,38 @@ fn closing_stdin_while_asking_exits_without_running_the_call() {
     assert!(stderr.contains("agents=0 sessions=0"), "{stderr}");
     assert!(!sandbox.work().join("made").exists());
 }
+
+#[test]
+fn allow_always_does_not_survive_a_reload() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "s",
+        json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo one"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo two"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let (mut acp, session) = ask(&sandbox, &script, Policy::Always);
+    acp.prompt_to_end(&session, "go");
+    assert_eq!(acp.asked.len(), 1);
+    acp.finish();
+
+    let mut again = AcpDriver::start(&sandbox, &script, &[]);
+    again.initialize(false);
+    let id = again.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
+    );
+    let (loaded, _) = again.response(&id);
+    assert_eq!(loaded["result"], json!({}), "{loaded}");
+    let (response, updates) = again.prompt_to_end(&session, "go again");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(again.asked.len(), 1, "asked again after the reload");
+    assert!(
+        updates[0].get("status").is_none(),
+        "announced pending: {updates:?}"
+    );
+    again.finish();
+}

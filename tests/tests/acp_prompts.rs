@@ -401,3 +401,96 @@ fn a_second_prompt_on_a_busy_session_is_refused_and_the_first_goes_on() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     acp.finish();
 }
+
+#[test]
+fn background_tasks_show_as_generic_cards_even_with_terminal_cards_on() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "s",
+        json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments":
+                {"command": "echo started; sleep 1000", "run_in_background": true}}}]},
+            {"stream": [{"tool_call": {"name": "bash_output", "arguments": {"task_id": "sh-1"}}}]},
+            {"stream": [{"tool_call": {"name": "bash_kill", "arguments": {"task_id": "sh-1"}}}]},
+            {"stream": [{"text": "stopped"}], "finish": "stop"}
+        ]),
+    );
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
+    acp.initialize(true);
+    let session = acp.new_session(&sandbox.work());
+    let (response, updates) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let calls: Vec<(&Value, &Value)> = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .map(|u| (&u["title"], &u["kind"]))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (&json!("echo started; sleep 1000"), &json!("execute")),
+            (
+                &json!("Read output of background task sh-1"),
+                &json!("read")
+            ),
+            (&json!("Kill background task sh-1"), &json!("execute")),
+        ]
+    );
+    for update in updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+    {
+        assert_eq!(update["status"], "completed", "{update}");
+        assert!(update.get("_meta").is_none(), "no terminal card: {update}");
+        assert!(
+            update["content"][0]["content"]["text"].is_string(),
+            "{update}"
+        );
+    }
+    let started = &updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap()["content"][0]["content"]["text"];
+    assert!(started.as_str().unwrap().contains("sh-1"), "{started}");
+    acp.finish();
+}
+
+#[test]
+fn a_turn_past_the_step_limit_ends_max_turn_requests() {
+    let sandbox = Sandbox::new();
+    let call = bash("true");
+    let script = sandbox.script(
+        "s",
+        json!([{"stream": [call]}, {"stream": [call]}, {"stream": [call]},
+               {"stream": [{"text": "never"}], "finish": "stop"}]),
+    );
+    let mut command = sandbox.dsh(["--replay", &script, "acp", "--permission", "allow"]);
+    command.env("DSH_MAX_STEPS", "2");
+    let mut acp = AcpDriver::spawn(command);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let (response, updates) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "max_turn_requests");
+    assert_eq!(texts(&updates, "agent_message_chunk"), "");
+    acp.finish();
+}
+
+#[test]
+fn a_one_mebibyte_prompt_is_accepted_at_the_default_line_limit() {
+    let sandbox = Sandbox::new();
+    let log = sandbox.root.path().join("calls.jsonl");
+    let script = sandbox.script(
+        "s",
+        json!([{"stream": [{"text": "read it"}], "finish": "stop"}]),
+    );
+    let mut command = sandbox.dsh(["--replay", &script, "acp", "--permission", "allow"]);
+    command.env("DSH_REPLAY_LOG", &log);
+    let mut acp = AcpDriver::spawn(command);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let big = format!("{}END", "y".repeat(1 << 20));
+    let (response, _) = acp.prompt_to_end(&session, &big);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("yyyyEND"));
+    acp.finish();
+}

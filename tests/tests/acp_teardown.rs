@@ -193,3 +193,21 @@ async fn closing_stdin_answers_the_open_prompt_even_when_its_command_resists_ter
     assert_eq!(response["result"]["stopReason"], "cancelled");
     all_gone(&m).await;
 }
+
+#[test]
+fn without_input_dsh_writes_nothing_and_exits_0_when_the_input_closes() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script("s", json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
+    let out = dsh_e2e::run_with_stdin(sandbox.dsh(["--replay", &script, "acp"]), b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("teardown complete reason=input-closed agents=0 sessions=0"),
+        "{stderr}"
+    );
+}

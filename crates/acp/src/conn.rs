@@ -21,6 +21,7 @@ use crate::AcpConfig;
 use crate::envelope::Incoming;
 use crate::outgoing::OutgoingTable;
 use crate::record::Record;
+use crate::reply::Reply;
 use crate::rpc::{RpcError, code, error_frame, result_frame};
 use crate::transport::FrameSender;
 
@@ -96,40 +97,41 @@ impl Conn {
 
     fn request(self: &Arc<Conn>, id: Value, method: &str, params: Value, cancelled_ahead: bool) {
         tracing::debug!(%method, %id, "request");
+        let reply = Reply::new(self.out.clone(), id);
         let initialized = self.state.lock().initialized;
         if method != "initialize" && !initialized {
-            return self.reply(
-                id,
-                Err(RpcError::new(
-                    code::INVALID_REQUEST,
-                    "initialize must be called first",
-                )),
-            );
+            return reply.send(Err(RpcError::new(
+                code::INVALID_REQUEST,
+                "initialize must be called first",
+            )));
         }
-        match method {
+        contained(method, || match method {
             "initialize" => {
                 let answer = crate::handlers::initialize(self, &params);
-                self.reply(id, answer);
+                reply.send(answer);
             }
-            "authenticate" => self.reply(id, Ok(json!({}))),
-            "session/new" => crate::handlers::new_session(self, id, params),
-            "session/load" => crate::handlers::load_session(self, id, params),
+            "authenticate" => reply.send(Ok(json!({}))),
+            "session/new" => crate::handlers::new_session(self, reply, params),
+            "session/load" => crate::handlers::load_session(self, reply, params),
             "session/prompt" => {
                 let waits = self.defer_if_loading(&params, || Incoming::Request {
-                    id: id.clone(),
+                    id: reply.id().clone(),
                     method: method.to_owned(),
                     params: params.clone(),
                 });
-                if !waits {
-                    crate::handlers::prompt(self, id, params, cancelled_ahead);
+                if waits {
+                    // The deferred frame carries the id; it is answered when served.
+                    let _ = reply.hand_over();
+                } else {
+                    crate::handlers::prompt(self, reply, params, cancelled_ahead);
                 }
             }
-            other => self.reply(
-                id,
-                Err(RpcError::new(code::METHOD_NOT_FOUND, "Method not found")
-                    .with_data(json!({ "method": other }))),
-            ),
-        }
+            other => reply.send(Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                "Method not found",
+            )
+            .with_data(json!({ "method": other })))),
+        });
     }
 
     fn notification(self: &Arc<Conn>, method: &str, params: Option<Value>) {
@@ -145,10 +147,12 @@ impl Conn {
                     params: Some(params.clone()),
                 });
                 if !waits {
-                    crate::handlers::cancel(self, &params);
+                    contained(method, || crate::handlers::cancel(self, &params));
                 }
             }
-            "$/cancel_request" => crate::handlers::cancel_request(self, &params),
+            "$/cancel_request" => contained(method, || {
+                crate::handlers::cancel_request(self, &params);
+            }),
             _ => {}
         }
     }
@@ -159,12 +163,17 @@ impl Conn {
         for (frame, doomed) in frames.into_iter().zip(doomed) {
             match frame {
                 Incoming::Request { id, method, params } if method == "session/prompt" => {
-                    crate::handlers::prompt(self, id, params, doomed);
+                    let reply = Reply::new(self.out.clone(), id);
+                    contained(&method, || {
+                        crate::handlers::prompt(self, reply, params, doomed);
+                    });
                 }
                 Incoming::Notification {
                     method,
                     params: Some(params),
-                } if method == "session/cancel" => crate::handlers::cancel(self, &params),
+                } if method == "session/cancel" => {
+                    contained(&method, || crate::handlers::cancel(self, &params));
+                }
                 other => self.dispatch_one(other, doomed),
             }
         }
@@ -187,6 +196,15 @@ impl Conn {
     /// The live record of `session_id`, if this connection has one.
     pub(crate) fn record(&self, session_id: &str) -> Option<Arc<Record>> {
         self.state.lock().sessions.get(session_id).cloned()
+    }
+}
+
+/// Runs a handler so that its panic costs only its own request (answered by its dropped
+/// [`Reply`]) and never the connection.
+fn contained(method: &str, handler: impl FnOnce()) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(handler)) {
+        let panic = dsh_kernel::panic_message(payload.as_ref());
+        tracing::error!(%method, %panic, "a request handler panicked");
     }
 }
 

@@ -31,11 +31,13 @@ mod outgoing;
 mod permission;
 mod record;
 mod render;
+mod reply;
 mod rpc;
 mod serve;
 mod stop;
 mod transport;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_agent::AgentRegistry;
@@ -136,5 +138,13 @@ impl AcpBridge {
             config,
             services,
         })
+    }
+
+    /// Creates and resumes agents through `registry` instead of the scope's: a wrapper that
+    /// adds quotas, auditing or fault injection around the provided one. The teardown's
+    /// census still counts what `registry` lists.
+    pub fn with_registry(mut self, registry: Arc<dyn AgentRegistry>) -> AcpBridge {
+        self.services.registry = registry;
+        self
     }
 }

@@ -9,6 +9,8 @@
 mod parts;
 mod payload;
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, HashSet};

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::decode;
 use crate::conn::Conn;
 use crate::record::{Inflight, Item, Record};
+use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
 
 /// The prompt's text: text blocks verbatim, resource links as one line each.
@@ -52,29 +53,29 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
 
 /// `session/prompt`: synchronous up to `Agent::send`, so a cancel in the same write
 /// always finds the prompt it cancels.
-pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value, cancelled_ahead: bool) {
+pub(crate) fn prompt(conn: &Arc<Conn>, reply: Reply, params: Value, cancelled_ahead: bool) {
     let sent = params
         .get("sessionId")
         .and_then(Value::as_str)
         .map(str::to_owned);
     let request = match decode("session/prompt", &params) {
         Ok(ClientRequest::PromptRequest(request)) => request,
-        Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
-        Err(error) => return conn.reply(id, Err(error)),
+        Ok(_) => return reply.send(Err(RpcError::new(code::INTERNAL, "misrouted request"))),
+        Err(error) => return reply.send(Err(error)),
     };
     let PromptRequest {
         session_id, prompt, ..
     } = request;
     let sent = sent.unwrap_or_else(|| session_id.0.to_string());
     if conn.closing.is_cancelled() {
-        return conn.reply(id, Err(RpcError::shutting_down()));
+        return reply.send(Err(RpcError::shutting_down()));
     }
     let Some(record) = conn.record(&sent) else {
-        return conn.reply(id, Err(RpcError::session_not_found(&sent)));
+        return reply.send(Err(RpcError::session_not_found(&sent)));
     };
     let text = match prompt_text(&prompt) {
         Ok(text) => text,
-        Err(error) => return conn.reply(id, Err(error)),
+        Err(error) => return reply.send(Err(error)),
     };
     let message = UserMessage::user(text);
     let message_id = message.id.clone();
@@ -82,24 +83,21 @@ pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value, cancelled_ahead
         let mut inflight = record.inflight.lock();
         if inflight.is_some() {
             drop(inflight);
-            return conn.reply(
-                id,
-                Err(RpcError::new(
-                    code::INVALID_PARAMS,
-                    "a prompt is already in progress for this session; send session/cancel \
-                     and wait for its response",
-                )
-                .with_data(json!({ "sessionId": sent }))),
-            );
+            return reply.send(Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "a prompt is already in progress for this session; send session/cancel and \
+                 wait for its response",
+            )
+            .with_data(json!({ "sessionId": sent }))));
         }
         if cancelled_ahead {
             // Cancelled in the same read, before any turn could claim it: the model is
             // never called, and the words never enter the history.
             drop(inflight);
-            return conn.reply(id, Ok(json!({ "stopReason": "cancelled" })));
+            return reply.send(Ok(json!({ "stopReason": "cancelled" })));
         }
         *inflight = Some(Inflight {
-            request_id: id.clone(),
+            request_id: reply.id().clone(),
             message_id: message_id.clone(),
             turn: None,
             cancel_requested: false,
@@ -107,18 +105,38 @@ pub(crate) fn prompt(conn: &Arc<Conn>, id: Value, params: Value, cancelled_ahead
     }
     let _ = record.idle.send_replace(false);
     // No lock is held here: sending appends to the session, whose observers take locks.
-    let ticket = match record.agent.send(message) {
-        Ok(ticket) => ticket,
-        Err(e) => {
-            *record.inflight.lock() = None;
-            let _ = record.idle.send_replace(true);
-            let code = match e {
+    // The agent is foreign code: its panic is this prompt's failure, not a session left
+    // busy forever.
+    let sent_to_agent =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.agent.send(message)));
+    let taken = match sent_to_agent {
+        Ok(Ok(ticket)) => Ok(ticket),
+        Ok(Err(e)) => Err(RpcError::new(
+            match e {
                 AgentError::InvalidMessage { .. } => code::INVALID_PARAMS,
                 _ => code::INTERNAL,
-            };
-            return conn.reply(id, Err(RpcError::new(code, e.to_string())));
+            },
+            e.to_string(),
+        )),
+        Err(payload) => {
+            let panic = dsh_kernel::panic_message(payload.as_ref());
+            tracing::error!(session = %sent, %panic, "the agent panicked taking a prompt");
+            Err(RpcError::new(
+                code::INTERNAL,
+                "internal error: the request failed",
+            ))
         }
     };
+    let ticket = match taken {
+        Ok(ticket) => ticket,
+        Err(error) => {
+            *record.inflight.lock() = None;
+            let _ = record.idle.send_replace(true);
+            return reply.send(Err(error));
+        }
+    };
+    // From here the prompt's settlement answers it, on the session's ordered path.
+    let _ = reply.hand_over();
     let waiter = record.clone();
     let settle = async move {
         let outcome = ticket.outcome().await;

@@ -1,12 +1,14 @@
 //! `session/new` and `session/load`: validated, then created or resumed on a task of the
 //! bridge's scope, and installed only if teardown has not begun.
 
+use std::panic::AssertUnwindSafe;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{ClientRequest, LoadSessionRequest, NewSessionRequest};
 use dsh_agent::{AgentError, CreateAgent, ResumeAgent};
 use dsh_session::SessionId;
+use futures::FutureExt;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -14,14 +16,15 @@ use super::{check_scope, decode, install, note_mcp_servers, parts};
 use crate::conn::Conn;
 use crate::record::Item;
 use crate::render::RenderCaps;
-use crate::rpc::{RpcError, code, error_frame, result_frame};
+use crate::reply::Reply;
+use crate::rpc::{RpcError, code};
 
 /// `session/new`.
-pub(crate) fn new_session(conn: &Arc<Conn>, id: Value, params: Value) {
+pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
     let request = match decode("session/new", &params) {
         Ok(ClientRequest::NewSessionRequest(request)) => request,
-        Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
-        Err(error) => return conn.reply(id, Err(error)),
+        Ok(_) => return reply.send(Err(RpcError::new(code::INTERNAL, "misrouted request"))),
+        Err(error) => return reply.send(Err(error)),
     };
     let NewSessionRequest {
         cwd,
@@ -31,20 +34,37 @@ pub(crate) fn new_session(conn: &Arc<Conn>, id: Value, params: Value) {
         ..
     } = request;
     if let Err(error) = check_scope(&cwd, &additional_directories, system_prompt.is_some(), true) {
-        return conn.reply(id, Err(error));
+        return reply.send(Err(error));
     }
     note_mcp_servers(&mcp_servers);
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome = create(&conn, cwd).await;
-        let frame = match outcome {
-            Ok(session) => result_frame(&id, json!({ "sessionId": session })),
-            Err(error) => error_frame(&id, &error),
-        };
-        conn.out.send(frame).await;
+        let outcome = contained("session/new", create(&conn, cwd)).await;
+        reply
+            .answer(outcome.map(|session| json!({ "sessionId": session })))
+            .await;
     };
     spawn_setup(conn, task);
+}
+
+/// Awaits a setup so that a panic in it (in the agent factory, say) is its request's
+/// `-32603`, and a load's reservation is still released.
+async fn contained<T>(
+    method: &str,
+    setup: impl Future<Output = Result<T, RpcError>>,
+) -> Result<T, RpcError> {
+    AssertUnwindSafe(setup)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|payload| {
+            let panic = dsh_kernel::panic_message(payload.as_ref());
+            tracing::error!(%method, %panic, "a session setup panicked");
+            Err(RpcError::new(
+                code::INTERNAL,
+                "internal error: the request failed",
+            ))
+        })
 }
 
 fn spawn_setup(conn: &Arc<Conn>, task: impl Future<Output = ()> + Send + 'static) {
@@ -95,11 +115,11 @@ fn normalise(path: &Path) -> PathBuf {
 }
 
 /// `session/load`.
-pub(crate) fn load_session(conn: &Arc<Conn>, id: Value, params: Value) {
+pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
     let request = match decode("session/load", &params) {
         Ok(ClientRequest::LoadSessionRequest(request)) => request,
-        Ok(_) => return conn.reply(id, Err(RpcError::new(code::INTERNAL, "misrouted request"))),
-        Err(error) => return conn.reply(id, Err(error)),
+        Ok(_) => return reply.send(Err(RpcError::new(code::INTERNAL, "misrouted request"))),
+        Err(error) => return reply.send(Err(error)),
     };
     let LoadSessionRequest {
         cwd,
@@ -115,23 +135,21 @@ pub(crate) fn load_session(conn: &Arc<Conn>, id: Value, params: Value) {
         system_prompt.is_some(),
         false,
     ) {
-        return conn.reply(id, Err(error));
+        return reply.send(Err(error));
     }
     let sent = session_id.0.to_string();
     let Ok(parsed) = SessionId::parse(&sent) else {
-        return conn.reply(id, Err(RpcError::session_not_found(&sent)));
+        return reply.send(Err(RpcError::session_not_found(&sent)));
     };
     {
         let mut state = conn.state.lock();
         if state.sessions.contains_key(&sent) || state.loading.contains_key(&sent) {
             drop(state);
-            return conn.reply(
-                id,
-                Err(
-                    RpcError::new(code::INVALID_PARAMS, "session is already loaded")
-                        .with_data(json!({ "sessionId": sent })),
-                ),
-            );
+            return reply.send(Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "session is already loaded",
+            )
+            .with_data(json!({ "sessionId": sent }))));
         }
         state.loading.insert(sent.clone(), Vec::new());
     }
@@ -139,12 +157,8 @@ pub(crate) fn load_session(conn: &Arc<Conn>, id: Value, params: Value) {
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome = load(&conn, &parsed, &sent, &cwd).await;
-        let frame = match outcome {
-            Ok(()) => result_frame(&id, json!({})),
-            Err(error) => error_frame(&id, &error),
-        };
-        conn.out.send(frame).await;
+        let outcome = contained("session/load", load(&conn, &parsed, &sent, &cwd)).await;
+        reply.answer(outcome.map(|()| json!({}))).await;
         release_backlog(&conn, &sent);
     };
     spawn_setup(conn, task);

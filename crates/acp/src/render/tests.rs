@@ -69,7 +69,7 @@ fn registry() -> (Runtime, Arc<StandardToolRegistry>) {
     (runtime, tools)
 }
 
-fn event(seq: u64, kind: &str, data: Value) -> SessionEvent {
+pub(super) fn event(seq: u64, kind: &str, data: Value) -> SessionEvent {
     SessionEvent {
         seq,
         kind: EventType::new(kind).unwrap(),
@@ -97,7 +97,33 @@ fn result(step: u32, id: &str, tool: &str, content: &str, is_error: bool) -> Ses
     )
 }
 
-fn run(events: &[SessionEvent], mode: RenderMode, cards: bool, asks: bool) -> Vec<Value> {
+/// Renders `events`, then closes every call still open (as a prompt's end does).
+pub(super) fn run(
+    events: &[SessionEvent],
+    mode: RenderMode,
+    cards: bool,
+    asks: bool,
+) -> Vec<Value> {
+    render_all(events, mode, cards, asks, true)
+}
+
+/// Renders `events` and nothing more.
+pub(super) fn run_open(
+    events: &[SessionEvent],
+    mode: RenderMode,
+    cards: bool,
+    asks: bool,
+) -> Vec<Value> {
+    render_all(events, mode, cards, asks, false)
+}
+
+fn render_all(
+    events: &[SessionEvent],
+    mode: RenderMode,
+    cards: bool,
+    asks: bool,
+    close: bool,
+) -> Vec<Value> {
     let (_runtime, tools) = registry();
     let ask = move |_: &str, _: &Value| asks;
     let cx = RenderContext {
@@ -115,12 +141,14 @@ fn run(events: &[SessionEvent], mode: RenderMode, cards: bool, asks: bool) -> Ve
         .flat_map(|e| renderer.render(e, &cx))
         .map(|u| serde_json::to_value(u).unwrap())
         .collect();
-    out.extend(
-        renderer
-            .close_turn(None)
-            .into_iter()
-            .map(|u| serde_json::to_value(u).unwrap()),
-    );
+    if close {
+        out.extend(
+            renderer
+                .close_turn(None)
+                .into_iter()
+                .map(|u| serde_json::to_value(u).unwrap()),
+        );
+    }
     out
 }
 

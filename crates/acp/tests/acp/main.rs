@@ -3,5 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod faults;
 mod manifest;
 mod serve;
+mod support;
