@@ -66,6 +66,19 @@ impl AcpDriver {
         AcpDriver::start(sandbox, script, &["--permission", "allow"])
     }
 
+    /// [`AcpDriver::start`] with the replay model's call log on; returns the log's path
+    /// (one JSON line per model request, absent until the first).
+    pub fn logging(
+        sandbox: &Sandbox,
+        script: &str,
+        args: &[&str],
+    ) -> (AcpDriver, std::path::PathBuf) {
+        let log = sandbox.root.path().join("calls.jsonl");
+        let mut command: Command = sandbox.dsh(["--replay", script, "acp"]);
+        command.args(args).env("DSH_REPLAY_LOG", &log);
+        (AcpDriver::spawn(command), log)
+    }
+
     /// Spawns a prepared command with piped stdio.
     pub fn spawn(mut command: Command) -> AcpDriver {
         command

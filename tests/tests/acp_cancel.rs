@@ -30,14 +30,11 @@ fn a_cancel_with_no_prompt_open_does_nothing() {
 #[test]
 fn a_cancel_in_the_same_write_as_its_prompt_means_the_model_is_never_called() {
     let sandbox = Sandbox::new();
-    let log = sandbox.root.path().join("calls.jsonl");
     let script = sandbox.script(
         "s",
         json!([{"stream": [{"text": "answer"}], "finish": "stop"}]),
     );
-    let mut command = sandbox.dsh(["--replay", &script, "acp", "--permission", "allow"]);
-    command.env("DSH_REPLAY_LOG", &log);
-    let mut acp = AcpDriver::spawn(command);
+    let (mut acp, log) = AcpDriver::logging(&sandbox, &script, &["--permission", "allow"]);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let prompt = json!({"jsonrpc": "2.0", "id": "A", "method": "session/prompt",

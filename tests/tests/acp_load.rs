@@ -50,10 +50,7 @@ fn a_loaded_session_replays_its_history_and_continues_in_a_new_process() {
     let (code, _) = first.finish();
     assert_eq!(code, Some(0));
 
-    let log = sandbox.root.path().join("calls.jsonl");
-    let mut command = sandbox.dsh(["--replay", &script, "acp", "--permission", "allow"]);
-    command.env("DSH_REPLAY_LOG", &log);
-    let mut second = AcpDriver::spawn(command);
+    let (mut second, log) = AcpDriver::logging(&sandbox, &script, &["--permission", "allow"]);
     second.initialize(false);
     let (response, updates) = load(&mut second, &session, &json!(sandbox.work()));
     assert_eq!(response["result"], json!({}), "{response}");

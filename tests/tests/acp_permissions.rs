@@ -66,11 +66,8 @@ fn reject_an_error_an_unknown_option_and_a_dismissal_all_refuse_the_call() {
         Policy::Dismiss,
     ] {
         let sandbox = Sandbox::new();
-        let log = sandbox.root.path().join("calls.jsonl");
         let script = touching(&sandbox);
-        let mut command = sandbox.dsh(["--replay", &script, "acp"]);
-        command.env("DSH_REPLAY_LOG", &log);
-        let mut acp = AcpDriver::spawn(command);
+        let (mut acp, log) = AcpDriver::logging(&sandbox, &script, &[]);
         acp.policy = policy;
         acp.initialize(false);
         let session = acp.new_session(&sandbox.work());

@@ -225,11 +225,8 @@ fn a_tool_failure_is_a_failed_card_and_the_turn_goes_on() {
 #[test]
 fn prompts_are_validated_before_the_model_is_called() {
     let sandbox = Sandbox::new();
-    let log = sandbox.root.path().join("calls.jsonl");
     let script = sandbox.script("s", json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
-    let mut command = sandbox.dsh(["--replay", &script, "acp", "--permission", "allow"]);
-    command.env("DSH_REPLAY_LOG", &log);
-    let mut acp = AcpDriver::spawn(command);
+    let (mut acp, log) = AcpDriver::logging(&sandbox, &script, &["--permission", "allow"]);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let refused = [
@@ -478,14 +475,11 @@ fn a_turn_past_the_step_limit_ends_max_turn_requests() {
 #[test]
 fn a_one_mebibyte_prompt_is_accepted_at_the_default_line_limit() {
     let sandbox = Sandbox::new();
-    let log = sandbox.root.path().join("calls.jsonl");
     let script = sandbox.script(
         "s",
         json!([{"stream": [{"text": "read it"}], "finish": "stop"}]),
     );
-    let mut command = sandbox.dsh(["--replay", &script, "acp", "--permission", "allow"]);
-    command.env("DSH_REPLAY_LOG", &log);
-    let mut acp = AcpDriver::spawn(command);
+    let (mut acp, log) = AcpDriver::logging(&sandbox, &script, &["--permission", "allow"]);
     acp.initialize(false);
     let session = acp.new_session(&sandbox.work());
     let big = format!("{}END", "y".repeat(1 << 20));
