@@ -14,7 +14,8 @@ use crate::docs::{self, DocsOptions};
 use crate::error::XtaskError;
 use crate::i18n::{self, manifest::Manifest};
 use crate::repo::Repo;
-use crate::rfc::{INDEX_PATH, index, new, tree};
+use crate::rfc::index::Refresh;
+use crate::rfc::{INDEX_PATH, RFC_ROOT, index, new, tree};
 use crate::{RunEnv, budgets, ci};
 
 #[derive(Parser, Debug)]
@@ -268,25 +269,34 @@ fn wrote_index(printer: &mut Printer, count: usize) {
 /// Renders and writes the index when the tree is clean; returns the tree's report otherwise.
 fn regenerate(repo: &Repo, check_only: bool, printer: &mut Printer) -> Result<u8, XtaskError> {
     let tree = tree::check(repo)?;
-    if !tree.diagnostics.is_empty() {
-        let mut report = Report::default();
-        report.add_gate(Gate::RfcTree, tree.checked, tree.diagnostics);
-        return Ok(verdict(printer, &report).max(1));
-    }
-    let rendered = index::render(&tree.rfcs);
-    match index::stale(repo, &rendered)? {
-        None => {
-            let _ = printer.note(&format!("rfc-index: up to date ({} RFCs)", tree.rfcs.len()));
+    match index::refresh(repo, &tree, !check_only)? {
+        Refresh::NoTree => {
+            let _ = printer.note(&format!(
+                "rfc-index: there is no {RFC_ROOT}/, so there is nothing to index"
+            ));
             Ok(0)
         }
-        Some(stale) if check_only => {
+        Refresh::TreeNotClean => {
+            let mut report = Report::default();
+            let mut diagnostics = tree.unreadable_findings();
+            diagnostics.extend(tree.diagnostics);
+            report.add_gate(Gate::RfcTree, tree.checked, diagnostics);
+            let _ = printer.note(&format!(
+                "rfc-index: {INDEX_PATH} left unchanged until the RFC tree is clean"
+            ));
+            Ok(verdict(printer, &report).max(1))
+        }
+        Refresh::UpToDate(count) => {
+            let _ = printer.note(&format!("rfc-index: up to date ({count} RFCs)"));
+            Ok(0)
+        }
+        Refresh::Stale(stale) => {
             let mut report = Report::default();
             report.add_gate(Gate::RfcIndex, 1, vec![stale]);
             Ok(verdict(printer, &report))
         }
-        Some(_) => {
-            crate::write::atomic(repo.root(), INDEX_PATH, rendered.as_bytes())?;
-            wrote_index(printer, tree.rfcs.len());
+        Refresh::Written(count) => {
+            wrote_index(printer, count);
             Ok(0)
         }
     }
@@ -308,17 +318,14 @@ fn rfc_new(
     // Regenerate the index from a fresh walk that sees the new file.
     let fresh = Repo::open(repo.root(), repo.today())?;
     let tree = tree::check(&fresh)?;
-    if tree.diagnostics.is_empty() {
-        let rendered = index::render(&tree.rfcs);
-        if index::stale(&fresh, &rendered)?.is_some() {
-            crate::write::atomic(fresh.root(), INDEX_PATH, rendered.as_bytes())?;
-            wrote_index(printer, tree.rfcs.len());
+    match index::refresh(&fresh, &tree, true)? {
+        Refresh::Written(count) => wrote_index(printer, count),
+        Refresh::TreeNotClean => {
+            let _ = printer.note(&format!(
+                "note: {INDEX_PATH} left unchanged: the RFC tree has violations; run cargo xtask rfc check"
+            ));
         }
-    } else {
-        let _ = writeln!(
-            printer.err,
-            "note: {INDEX_PATH} left unchanged: the RFC tree has violations; run cargo xtask rfc check"
-        );
+        Refresh::NoTree | Refresh::UpToDate(_) | Refresh::Stale(_) => {}
     }
     Ok(0)
 }

@@ -102,6 +102,7 @@ macro_rules! rules {
 
 rules! {
     FilesNotUtf8 => (Files, "files/not-utf8"),
+    FilesNameNotUtf8 => (Files, "files/name-not-utf8"),
     TreeUnknownLifecycle => (RfcTree, "rfc-tree/unknown-lifecycle"),
     TreeUnknownClass => (RfcTree, "rfc-tree/unknown-class"),
     TreeDepth => (RfcTree, "rfc-tree/depth"),
@@ -110,6 +111,9 @@ rules! {
     TreeFutureDate => (RfcTree, "rfc-tree/future-date"),
     TreeSlug => (RfcTree, "rfc-tree/slug"),
     TreeTitle => (RfcTree, "rfc-tree/title"),
+    TreeStray => (RfcTree, "rfc-tree/stray"),
+    TreeExtension => (RfcTree, "rfc-tree/extension"),
+    TreeDuplicateSlug => (RfcTree, "rfc-tree/duplicate-slug"),
     FmtLineEndings => (RfcFormat, "rfc-format/line-endings"),
     FmtBom => (RfcFormat, "rfc-format/bom"),
     FmtTitleLine => (RfcFormat, "rfc-format/title-line"),

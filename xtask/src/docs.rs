@@ -5,7 +5,8 @@ use crate::diag::{Diagnostic, Gate, Report};
 use crate::error::XtaskError;
 use crate::i18n::manifest::Manifest;
 use crate::repo::Repo;
-use crate::rfc::{INDEX_PATH, format, index, tree};
+use crate::rfc::index::Refresh;
+use crate::rfc::{format, index, readme, tree};
 use crate::{budgets, files, i18n, links, refs, wrap};
 
 /// A gate that reads only the repository: its diagnostics and how many files it checked.
@@ -65,24 +66,17 @@ pub fn run(repo: &Repo, opts: &DocsOptions) -> Result<DocsOutcome, XtaskError> {
 
     if wants(Gate::RfcTree) {
         let tree = tree::check(repo)?;
-        let tree_clean = tree.diagnostics.is_empty();
         report.add_gate(Gate::RfcTree, tree.checked, tree.diagnostics.clone());
         if wants(Gate::RfcFormat) {
             let diags = format::check(&tree.rfcs, &tree.twins);
             report.add_gate(Gate::RfcFormat, tree.rfcs.len() + tree.twins.len(), diags);
         }
         if wants(Gate::RfcIndex) {
-            let mut diags = index::readme_rows(repo)?;
-            if tree_clean {
-                let rendered = index::render(&tree.rfcs);
-                if let Some(stale) = index::stale(repo, &rendered)? {
-                    if opts.fix {
-                        crate::write::atomic(repo.root(), INDEX_PATH, rendered.as_bytes())?;
-                        outcome.wrote_index = Some(tree.rfcs.len());
-                    } else {
-                        diags.push(stale);
-                    }
-                }
+            let mut diags = readme::readme_rows(repo)?;
+            match index::refresh(repo, &tree, opts.fix)? {
+                Refresh::Stale(stale) => diags.push(stale),
+                Refresh::Written(count) => outcome.wrote_index = Some(count),
+                Refresh::NoTree | Refresh::TreeNotClean | Refresh::UpToDate(_) => {}
             }
             report.add_gate(Gate::RfcIndex, 1, diags);
         }

@@ -1,5 +1,5 @@
-//! The `files` gate: documents, sources and records must be UTF-8; a file that is
-//! not is reported once here and skipped by every other gate.
+//! The `files` gate: documents, sources and records must be UTF-8, and every path's name
+//! too; a file that is not is reported once here and skipped by every other gate.
 
 use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;
@@ -14,6 +14,14 @@ pub fn check(repo: &Repo) -> Result<(Vec<Diagnostic>, usize), XtaskError> {
         .filter(|p| p.ends_with(".md") || p.ends_with(".rs") || p.ends_with(".i18n.yaml"))
         .map(str::to_owned)
         .collect();
+    for path in repo.unnamed() {
+        out.push(Diagnostic::new(
+            Rule::FilesNameNotUtf8,
+            path,
+            None,
+            "the name is not UTF-8 (shown with replacement characters); rename it".into(),
+        ));
+    }
     for path in paths {
         checked += 1;
         if let Text::NotUtf8 = repo.text(&path)? {

@@ -87,7 +87,7 @@ impl Lines {
 
 /// The options every gate parses with: CommonMark plus GFM tables, strikethrough, task lists
 /// and footnotes.
-fn options() -> Options {
+pub fn options() -> Options {
     Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS

@@ -23,6 +23,8 @@ pub struct Repo {
     /// The indexed regular files (not symlinks, not directories).
     files: BTreeSet<String>,
     dirs: BTreeSet<String>,
+    /// Paths whose name is not UTF-8, shown lossily; neither indexed nor walked into.
+    unnamed: BTreeSet<String>,
     cache: Mutex<HashMap<String, Loaded>>,
 }
 
@@ -58,6 +60,7 @@ impl Repo {
         let mut index = BTreeSet::new();
         let mut files = BTreeSet::new();
         let mut dirs = BTreeSet::new();
+        let mut unnamed = BTreeSet::new();
         let walk = ignore::WalkBuilder::new(root)
             .hidden(false)
             .parents(false)
@@ -83,6 +86,15 @@ impl Repo {
                 continue;
             }
             let rel = relative(root, entry.path());
+            // A name that is not UTF-8 cannot be named in a diagnostic or reopened from its
+            // lossy form: report the outermost such path once, and look no further inside.
+            if entry.path().to_str().is_none() {
+                let parent_named = entry.path().parent().is_none_or(|p| p.to_str().is_some());
+                if parent_named {
+                    unnamed.insert(rel);
+                }
+                continue;
+            }
             let Some(kind) = entry.file_type() else {
                 continue;
             };
@@ -104,6 +116,7 @@ impl Repo {
             index,
             files,
             dirs,
+            unnamed,
             cache: Mutex::new(HashMap::new()),
         })
     }
@@ -116,6 +129,14 @@ impl Repo {
     /// The date taken as today (`XTASK_TODAY`, else today in UTC+14).
     pub fn today(&self) -> Date {
         self.today
+    }
+
+    /// Paths (shown lossily) whose name is not UTF-8, outermost only; every gate skips them.
+    pub fn unnamed(&self) -> impl Iterator<Item = &str> {
+        self.unnamed
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !p.starts_with(FIXTURES))
     }
 
     /// True when `path` (root-relative, no trailing `/`) is in the file index.

@@ -206,10 +206,12 @@ fn every_rule_fires_in_some_case() {
         .flat_map(|(_, _, c)| c.expect.iter())
         .filter_map(|e| e.rsplit(": ").next().map(str::to_owned))
         .collect();
+    // A name that is not UTF-8 cannot be committed as a fixture; `odd_input.rs` creates one.
+    let proven_elsewhere = ["files/name-not-utf8"];
     let missing: Vec<&str> = Rule::ALL
         .iter()
         .map(|r| r.id())
-        .filter(|id| !expected.contains(*id))
+        .filter(|id| !expected.contains(*id) && !proven_elsewhere.contains(id))
         .collect();
     assert!(missing.is_empty(), "rules no case proves: {missing:?}");
 }

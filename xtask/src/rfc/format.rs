@@ -11,13 +11,16 @@ use crate::diag::{Diagnostic, Rule};
 use crate::views::Views;
 
 static TITLE_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^# RFC: \S(.*\S)?$"));
+/// Proposal-era section names, matched on the rendered heading however it is written.
 static BANNED: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^## (proposal|plan|migration plan|acceptance criteria)\b"));
+    LazyLock::new(|| re(r"(?i)^(proposal|plan|migration\s+plan|acceptance\s+criteria)\b"));
+/// The retired debt marker in any spelling: case, spacing, hyphens and brackets vary.
+static LEGACY: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)\bxxx\b[\s:(\[-]*legacy[\s_-]*(?:adr\s*/\s*rfc[\s_-]*)?(?:body[\s_-]*)?format")
+});
 
 /// The grandfather comment: admits a pre-format RFC has no recoverable alternatives.
 pub const GRANDFATHER: &str = "<!-- rfc-format: alternatives-not-recorded (pre-format RFC) -->";
-/// The retired debt marker.
-pub const LEGACY_MARKER: &str = "XXX: legacy ADR/RFC body format";
 /// The scaffold's placeholder prefix.
 pub const PLACEHOLDER: &str = "<!-- rfc-new:";
 
@@ -92,7 +95,6 @@ fn check_rfc(rfc: &Rfc, out: &mut Vec<Diagnostic>) {
         diag(Rule::FmtBlankLine4, Some(4), "leave line 4 empty".into());
     }
 
-    let mut h2s: Vec<(u32, &str)> = Vec::new();
     let mut grandfather: Option<u32> = None;
     for (n, text) in views.prose_lines() {
         if n != 3 && text.starts_with("Status:") {
@@ -102,13 +104,10 @@ fn check_rfc(rfc: &Rfc, out: &mut Vec<Diagnostic>) {
                 "a second \"Status:\" line; the status lives on line 3 only".into(),
             );
         }
-        if text.starts_with("## ") {
-            h2s.push((n, text.trim_end()));
-        }
         if text == GRANDFATHER && grandfather.is_none() {
             grandfather = Some(n);
         }
-        if text.contains(LEGACY_MARKER) {
+        if LEGACY.is_match(text) {
             diag(
                 Rule::FmtLegacyMarker,
                 Some(n),
@@ -124,12 +123,17 @@ fn check_rfc(rfc: &Rfc, out: &mut Vec<Diagnostic>) {
         }
     }
 
-    match h2s.first() {
-        Some((_, "## Problem")) => {}
-        Some((n, found)) => diag(
+    // Sections are the H2s a reader sees; a required one counts only when written the
+    // canonical way, so the format stays uniform and a look-alike cannot stand in for it.
+    match views.h2s.first() {
+        Some(h) if h.canonical() == Some("Problem") => {}
+        Some(h) => diag(
             Rule::FmtFirstSection,
-            Some(*n),
-            format!("the first section is {found:?}; open with \"## Problem\""),
+            Some(h.line),
+            format!(
+                "the first section is {:?}; open with \"## Problem\"",
+                h.source
+            ),
         ),
         None => diag(
             Rule::FmtFirstSection,
@@ -137,7 +141,10 @@ fn check_rfc(rfc: &Rfc, out: &mut Vec<Diagnostic>) {
             "the first section is <none>; open with \"## Problem\"".into(),
         ),
     }
-    let has = |name: &str| h2s.iter().any(|(_, h)| *h == name);
+    let has = |name: &str| {
+        let name = name.strip_prefix("## ").unwrap_or(name);
+        views.h2s.iter().any(|h| h.canonical() == Some(name))
+    };
     for section in required_sections(rfc.lifecycle) {
         if *section != "## Alternatives considered" && !has(section) {
             diag(
@@ -148,13 +155,14 @@ fn check_rfc(rfc: &Rfc, out: &mut Vec<Diagnostic>) {
         }
     }
     if rfc.lifecycle == "implemented" {
-        for (n, h) in &h2s {
-            if BANNED.is_match(h) {
+        for h in &views.h2s {
+            if BANNED.is_match(&h.text) {
                 diag(
                     Rule::FmtBannedSection,
-                    Some(*n),
+                    Some(h.line),
                     format!(
-                        "{h:?} is proposal language; move its content into Decision, Consequences or Testing"
+                        "{:?} is proposal language; move its content into Decision, Consequences or Testing",
+                        h.source
                     ),
                 );
             }

@@ -4,6 +4,7 @@
 pub mod format;
 pub mod index;
 pub mod new;
+pub mod readme;
 pub mod tree;
 
 use std::sync::LazyLock;

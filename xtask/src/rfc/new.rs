@@ -96,7 +96,7 @@ pub fn scaffold(
     if let Some(other) = repo.documents().find(|p| {
         p.starts_with(&prefix) && !p.ends_with(".zh.md") && {
             let name = p.rsplit('/').next().unwrap_or("");
-            name.len() > 14 && &name[11..name.len() - 3] == slug
+            super::tree::split_name(name).is_some_and(|(_, used)| used == slug)
         }
     }) {
         return Err(usage(format!(

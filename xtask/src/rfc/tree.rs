@@ -1,5 +1,10 @@
 //! The `rfc-tree` gate: every RFC sits at `docs/rfc/<lifecycle>/<class>/<date>-<slug>.md`
-//! with a real, past date, a lowercase slug and an H1 on line 1.
+//! with a real, past date, a lowercase slug unique across lifecycles and an H1 on line 1;
+//! every other Markdown file under `docs/rfc/` is the curated README, the generated index,
+//! a twin of one of those, or a finding.
+//!
+//! File names are taken apart by one ASCII-only pattern with captures, never by byte
+//! offsets, so a name in any script is a finding and never a panic.
 
 use std::sync::LazyLock;
 
@@ -11,7 +16,19 @@ use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;
 use crate::repo::{Repo, Text};
 
-static FILENAME: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{4}-\d{2}-\d{2}-.+\.md$"));
+static FILENAME: LazyLock<Regex> = LazyLock::new(|| re(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})-(.+)\.md$"));
+
+/// Files the top of `docs/rfc/` may hold besides folders.
+const TOP_LEVEL: [&str; 4] = ["README.md", "README.zh.md", "INDEX.md", "INDEX.zh.md"];
+
+/// Extensions a Markdown file may carry; only the lowercase `.md` is an RFC's.
+const MARKDOWN: [&str; 5] = [".md", ".markdown", ".mdown", ".mkd", ".mkdn"];
+
+/// The date and slug of an RFC file name `<yyyy-mm-dd>-<slug>.md`, if it has that shape.
+pub fn split_name(name: &str) -> Option<(&str, &str)> {
+    let captures = FILENAME.captures(name)?;
+    Some((captures.get(1)?.as_str(), captures.get(2)?.as_str()))
+}
 static TITLE: LazyLock<Regex> = LazyLock::new(|| re(r"^#\s+(?:RFC:\s+)?(.+?)\s*$"));
 
 /// An RFC that passed every tree check.
@@ -41,6 +58,33 @@ pub struct Tree {
     pub twins: Vec<Twin>,
     pub diagnostics: Vec<Diagnostic>,
     pub checked: usize,
+    /// RFCs whose text is not UTF-8 (`files/not-utf8` reports them): the index cannot be
+    /// rendered without them.
+    pub unreadable: Vec<String>,
+}
+
+impl Tree {
+    /// True when the index can be rendered from this tree: no violation, no unreadable RFC.
+    pub fn is_clean(&self) -> bool {
+        self.diagnostics.is_empty() && self.unreadable.is_empty()
+    }
+
+    /// The `files/not-utf8` findings of the unreadable RFCs, for commands that run only the
+    /// tree.
+    pub fn unreadable_findings(&self) -> Vec<Diagnostic> {
+        self.unreadable
+            .iter()
+            .map(|path| {
+                Diagnostic::new(
+                    Rule::FilesNotUtf8,
+                    path.as_str(),
+                    None,
+                    "file is not UTF-8; save it as UTF-8 (the index keeps its row until then)"
+                        .into(),
+                )
+            })
+            .collect()
+    }
 }
 
 fn known(set: &[&'static str], name: &str) -> Option<&'static str> {
@@ -80,19 +124,41 @@ pub fn check(repo: &Repo) -> Result<Tree, XtaskError> {
             _ => {}
         }
     }
-    let docs: Vec<String> = repo.documents().map(str::to_owned).collect();
-    for path in docs {
-        let Some(rest) = path.strip_prefix(&prefix) else {
-            continue;
-        };
+    let files: Vec<String> = repo
+        .scanned_files()
+        .filter(|p| p.starts_with(&prefix))
+        .map(str::to_owned)
+        .collect();
+    for path in files {
+        let rest = &path[prefix.len()..];
         let parts: Vec<&str> = rest.split('/').collect();
-        let Some(lifecycle) = parts.first().and_then(|l| known(&LIFECYCLES, l)) else {
-            continue;
-        };
-        if parts.len() == 1 {
+        let name = parts[parts.len() - 1];
+        if !is_markdown(name) {
             continue;
         }
-        let name = parts[parts.len() - 1];
+        if !name.ends_with(".md") {
+            tree.diagnostics.push(Diagnostic::new(
+                Rule::TreeExtension,
+                path.clone(),
+                None,
+                format!("{name:?}: Markdown under docs/rfc/ ends in a lowercase .md"),
+            ));
+            continue;
+        }
+        if parts.len() == 1 {
+            if !TOP_LEVEL.contains(&name) {
+                tree.diagnostics.push(Diagnostic::new(
+                    Rule::TreeStray,
+                    path.clone(),
+                    None,
+                    "only README.md and the generated INDEX.md (and their twins) sit at the top of docs/rfc/; an RFC goes in <lifecycle>/<class>/".into(),
+                ));
+            }
+            continue;
+        }
+        let Some(lifecycle) = known(&LIFECYCLES, parts[0]) else {
+            continue; // reported once, on the directory
+        };
         if let Some(stem) = name.strip_suffix(".zh.md") {
             if let ([_, class, _], Text::Utf8(text)) = (&parts[..], repo.text(&path)?)
                 && known(&CLASSES, class).is_some()
@@ -125,38 +191,88 @@ pub fn check(repo: &Repo) -> Result<Tree, XtaskError> {
         let Some(class) = known(&CLASSES, parts[1]) else {
             continue; // reported once, on the directory
         };
-        if let Some(rfc) = check_file(repo, &path, lifecycle, class, name, &mut tree.diagnostics)? {
-            tree.rfcs.push(rfc);
+        let place = Place {
+            path: &path,
+            lifecycle,
+            class,
+            name,
+        };
+        match check_file(repo, &place, &mut tree.diagnostics)? {
+            Checked::Rfc(rfc) => tree.rfcs.push(*rfc),
+            Checked::Unreadable => tree.unreadable.push(path.clone()),
+            Checked::Refused => {}
         }
     }
+    duplicate_slugs(&mut tree);
     Ok(tree)
 }
 
+fn is_markdown(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    MARKDOWN.iter().any(|ext| lower.ends_with(ext))
+}
+
+/// A slug names one topic: the same slug in two places (two lifecycles, say, after a copy
+/// instead of a move) is reported on every file after the first.
+fn duplicate_slugs(tree: &mut Tree) {
+    let mut first: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for rfc in &tree.rfcs {
+        let slug = split_name(&rfc.file).map_or("", |(_, slug)| slug);
+        match first.get(slug) {
+            Some(other) => tree.diagnostics.push(Diagnostic::new(
+                Rule::TreeDuplicateSlug,
+                rfc.path.as_str(),
+                None,
+                format!("slug {slug:?} is already used by {other}; an RFC moves between lifecycles, it is not copied"),
+            )),
+            None => {
+                first.insert(slug, &rfc.path);
+            }
+        }
+    }
+}
+
 fn valid_name(name: &str, repo: &Repo) -> bool {
-    FILENAME.is_match(name)
-        && Date::parse(&name[..10]).is_ok_and(|d| d <= repo.today())
-        && SLUG.is_match(&name[11..name.len() - 3])
+    split_name(name).is_some_and(|(date, slug)| {
+        Date::parse(date).is_ok_and(|d| d <= repo.today()) && SLUG.is_match(slug)
+    })
+}
+
+/// Where a candidate RFC sits.
+struct Place<'a> {
+    path: &'a str,
+    lifecycle: &'static str,
+    class: &'static str,
+    name: &'a str,
+}
+
+/// What checking one candidate found.
+enum Checked {
+    Rfc(Box<Rfc>),
+    /// Its text is not UTF-8.
+    Unreadable,
+    /// A rule refused it (a diagnostic was pushed).
+    Refused,
 }
 
 fn check_file(
     repo: &Repo,
-    path: &str,
-    lifecycle: &'static str,
-    class: &'static str,
-    name: &str,
+    place: &Place<'_>,
     out: &mut Vec<Diagnostic>,
-) -> Result<Option<Rfc>, XtaskError> {
+) -> Result<Checked, XtaskError> {
+    let path = place.path;
+    let name = place.name;
     let diag = |rule, line, message: String| Diagnostic::new(rule, path, line, message);
-    if !FILENAME.is_match(name) {
+    let Some((date_text, slug)) = split_name(name) else {
         out.push(diag(
             Rule::TreeFilename,
             None,
             format!("{name:?}: name the file <yyyy-mm-dd>-<slug>.md"),
         ));
-        return Ok(None);
-    }
+        return Ok(Checked::Refused);
+    };
     let mut failed = false;
-    let date = match Date::parse(&name[..10]) {
+    let date = match Date::parse(date_text) {
         Ok(date) if date > repo.today() => {
             out.push(diag(
                 Rule::TreeFutureDate,
@@ -174,13 +290,12 @@ fn check_file(
             out.push(diag(
                 Rule::TreeInvalidDate,
                 None,
-                format!("{} does not exist on the calendar", &name[..10]),
+                format!("{date_text} does not exist on the calendar"),
             ));
             failed = true;
             Date::from_days(0)
         }
     };
-    let slug = &name[11..name.len() - 3];
     if !SLUG.is_match(slug) {
         out.push(diag(
             Rule::TreeSlug,
@@ -190,10 +305,10 @@ fn check_file(
         failed = true;
     }
     if failed {
-        return Ok(None);
+        return Ok(Checked::Refused);
     }
     let Text::Utf8(text) = repo.text(path)? else {
-        return Ok(None); // `files/not-utf8` reports it
+        return Ok(Checked::Unreadable);
     };
     let first = text.split('\n').next().unwrap_or("");
     let first = first.strip_prefix('\u{feff}').unwrap_or(first);
@@ -203,15 +318,15 @@ fn check_file(
             Some(1),
             "no H1 on line 1; start with \"# RFC: <title>\"".into(),
         ));
-        return Ok(None);
+        return Ok(Checked::Refused);
     };
-    Ok(Some(Rfc {
+    Ok(Checked::Rfc(Box::new(Rfc {
         path: path.to_owned(),
-        lifecycle,
-        class,
+        lifecycle: place.lifecycle,
+        class: place.class,
         file: name.to_owned(),
         date,
         title: title.as_str().to_owned(),
         text: text.clone(),
-    }))
+    })))
 }
