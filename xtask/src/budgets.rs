@@ -3,7 +3,6 @@
 
 use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;
-use crate::manifest::key_of;
 use crate::repo::{Repo, Text};
 
 /// The budget manifest's path.
@@ -78,9 +77,7 @@ pub fn entries(repo: &Repo) -> Result<Vec<Entry>, XtaskError> {
 }
 
 fn entry_line(text: &str, path: &str) -> Option<u32> {
-    text.split('\n')
-        .position(|line| key_of(line) == Some(path))
-        .and_then(|i| u32::try_from(i + 1).ok())
+    crate::toml_lines::TomlLines::parse(text)?.line(&["ceilings", path])
 }
 
 /// Runs the gate.

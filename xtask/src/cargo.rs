@@ -34,6 +34,9 @@ pub struct Package {
     pub dependencies: Vec<Dependency>,
     /// Build targets.
     pub targets: Vec<Target>,
+    /// Its `[package.metadata]` table, or null.
+    #[serde(default)]
+    pub metadata: serde_json::Value,
 }
 
 /// One declared dependency.
@@ -47,6 +50,9 @@ pub struct Dependency {
     pub kind: Option<String>,
     /// The `cfg(...)` or triple it is limited to.
     pub target: Option<String>,
+    /// The directory of a path dependency.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
 }
 
 /// One build target.

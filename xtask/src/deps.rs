@@ -1,6 +1,7 @@
-//! The crate-graph gate (`deps`): every declared edge of every member is
-//! checked against the seam matrix and the restricted third-party table, so the design brief's
-//! architecture invariants 1–5 hold in every section of every manifest.
+//! The crate-graph gate (`deps`): every declared edge of every member is checked against the
+//! seam matrix and the restricted third-party list (`restricted.rs`), so the architecture
+//! invariants 1–5 of `docs/architecture.md` hold in every section of every manifest — also
+//! for what a member reaches through path crates outside the workspace.
 
 use std::collections::BTreeMap;
 
@@ -11,33 +12,7 @@ use crate::manifest::{Section, dependency_line};
 use crate::repo::Repo;
 use crate::roles::{self, Role};
 
-/// Third-party packages whose normal or build edges encode architecture decisions, and the
-/// only members allowed to name them (invariant 5).
-const RESTRICTED: &[(&str, &[&str], &str)] = &[
-    (
-        "agent-client-protocol-schema",
-        &["dsh-acp"],
-        "only dsh-acp uses agent-client-protocol-schema (architecture invariant 5)",
-    ),
-    (
-        "agent-client-protocol",
-        &[],
-        "no crate ships the ACP SDK; the bridge uses the schema crate with its own transport and SDK clients serve only as test peers (architecture invariant 5)",
-    ),
-    ("reqwest", &["dsh-llm-openai"], HTTP),
-    ("hyper", &["dsh-llm-openai"], HTTP),
-    ("hyper-util", &["dsh-llm-openai"], HTTP),
-    ("ureq", &["dsh-llm-openai"], HTTP),
-    ("isahc", &["dsh-llm-openai"], HTTP),
-    ("surf", &["dsh-llm-openai"], HTTP),
-    ("attohttpc", &["dsh-llm-openai"], HTTP),
-    ("curl", &["dsh-llm-openai"], HTTP),
-];
-
-const HTTP: &str = "only dsh-llm-openai has an HTTP client (architecture invariant 5)";
-
-/// The verdict on one internal edge: the rule it breaks and why, or `None` when allowed
-/// .
+/// The verdict on one internal edge: the rule it breaks and why, or `None` when allowed.
 pub fn edge_verdict(from: Role, to: Role, dev: bool) -> Option<(Rule, &'static str)> {
     use Role::*;
     const DEV: &str = "a crate's tests reach providers, consumers and the binary only through dsh-test-support (architecture invariant 4)";
@@ -53,7 +28,7 @@ pub fn edge_verdict(from: Role, to: Role, dev: bool) -> Option<(Rule, &'static s
             Definition { layer: to_layer } if to_layer < layer => None,
             Definition { .. } => Some((
                 Rule::DepsLayer,
-                "a definition may use only definitions of a lower layer (the brief's dependency direction)",
+                "a definition may use only definitions of a lower layer (definitions are layered, `docs/architecture.md`)",
             )),
             _ => Some((
                 Rule::DepsDefinition,
@@ -96,8 +71,28 @@ pub fn check(metadata: &Metadata, repo: &Repo) -> Result<(Vec<Diagnostic>, usize
         .map(|m| (m.name.as_str(), roles.get(&m.name).copied()))
         .collect();
 
+    // Member directories, so a member's sources exclude another member nested inside it.
+    let member_dirs: Vec<String> = members
+        .iter()
+        .map(|m| relative(repo.root(), m.manifest_path.parent().unwrap_or(repo.root())))
+        .map(|dir| format!("{dir}/"))
+        .collect();
     for member in &members {
         let manifest_path = relative(repo.root(), &member.manifest_path);
+        let own_dir = format!(
+            "{}/",
+            relative(
+                repo.root(),
+                member.manifest_path.parent().unwrap_or(repo.root())
+            )
+        );
+        let nested: Vec<String> = member_dirs
+            .iter()
+            .filter(|d| d.len() > own_dir.len() && d.starts_with(&own_dir))
+            .cloned()
+            .collect();
+        let mentions = crate::unused::Mentions::of(member, repo, &nested)?;
+        let feature_only = crate::unused::feature_only(member);
         let Some(from) = roles.get(&member.name).copied() else {
             diagnostics.push(Diagnostic::new(
                 Rule::DepsUnclassified,
@@ -118,17 +113,43 @@ pub fn check(metadata: &Metadata, repo: &Repo) -> Result<(Vec<Diagnostic>, usize
             if dep.name == member.name && kind.section == Section::Dev {
                 continue;
             }
-            let found = match member_roles.get(dep.name.as_str()) {
+            let dev = kind.section == Section::Dev;
+            let verdict = |package: &str| match member_roles.get(package) {
                 // An unclassified target already has its own diagnostic.
                 Some(to) => to.and_then(|to| {
-                    edge_verdict(from, to, kind.section == Section::Dev)
-                        .map(|(rule, why)| (rule, format!("{} ({to})", dep.name), why))
+                    edge_verdict(from, to, dev)
+                        .map(|(rule, why)| (rule, format!("{package} ({to})"), why))
                 }),
-                None => restricted(from, &member.name, &dep.name, kind.section)
-                    .map(|why| (Rule::DepsRestricted, dep.name.clone(), why)),
+                None => restricted(from, &member.name, package, kind.section)
+                    .map(|why| (Rule::DepsRestricted, package.to_owned(), why)),
             };
-            if let Some((rule, target, why)) = found {
-                let key = dep.rename.as_deref().unwrap_or(&dep.name);
+            let mut found: Vec<(Rule, String, &'static str)> =
+                verdict(&dep.name).into_iter().collect();
+            // A path crate outside the workspace ships what it depends on: judge that as if
+            // this member named it, on this member's line.
+            if !member_roles.contains_key(dep.name.as_str())
+                && let Some(dir) = &dep.path
+            {
+                let is_member = |name: &str| member_roles.contains_key(name);
+                for reached in crate::path_crates::reach(dir, &dep.name, &is_member)? {
+                    if let Some((rule, target, why)) = verdict(&reached.package) {
+                        let through = reached.through.join(" -> ");
+                        found.push((rule, format!("{through} -> {target}"), why));
+                    }
+                }
+            }
+            let key = dep.rename.as_deref().unwrap_or(&dep.name);
+            if dep.name != member.name
+                && !mentions.names(key)
+                && !feature_only.iter().any(|f| f == key)
+            {
+                found.push((
+                    Rule::DepsUnused,
+                    key.to_owned(),
+                    "no source file of the crate names it; remove it, or list a dependency declared for its features alone under [package.metadata.dsh] feature-only",
+                ));
+            }
+            for (rule, target, why) in found {
                 diagnostics.push(Diagnostic::new(
                     rule,
                     manifest_path.clone(),
@@ -146,11 +167,9 @@ fn restricted(from: Role, member: &str, package: &str, section: Section) -> Opti
     if from == Role::Support || section == Section::Dev {
         return None;
     }
-    RESTRICTED
-        .iter()
-        .find(|(name, _, _)| *name == package)
-        .filter(|(_, allowed, _)| !allowed.contains(&member))
-        .map(|(_, _, why)| *why)
+    crate::restricted::lookup(package)
+        .filter(|r| !r.allowed.contains(&member))
+        .map(|r| r.why)
 }
 
 /// The kind of a declared edge, for messages and line lookup.
@@ -257,5 +276,8 @@ mod tests {
         assert!(restricted(Consumer, "dsh-acp", "agent-client-protocol", Section::Dev).is_none());
         assert!(restricted(Support, "dsh-test-support", "reqwest", n).is_none());
         assert!(restricted(Provider, "dsh-x", "reqwest", Section::Build).is_some());
+        assert!(restricted(Consumer, "dsh-acp", "tonic", n).is_some());
+        assert!(restricted(Root, "dsh", "axum", n).is_some());
+        assert!(restricted(Provider, "dsh-llm-openai", "hyper-rustls", n).is_none());
     }
 }

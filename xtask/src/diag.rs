@@ -147,6 +147,7 @@ rules! {
     WrapHardWrap => (MdWrap, "md-wrap/hard-wrap"),
     RefsMissing => (DocRefs, "doc-refs/missing"),
     RefsAnchor => (DocRefs, "doc-refs/anchor"),
+    RefsSpecId => (DocRefs, "doc-refs/spec-id"),
     BudgetOver => (DocBudgets, "doc-budgets/over"),
     BudgetMissingFile => (DocBudgets, "doc-budgets/missing-file"),
     BudgetBadCeiling => (DocBudgets, "doc-budgets/bad-ceiling"),
@@ -159,6 +160,7 @@ rules! {
     DepsRoot => (Deps, "deps/root"),
     DepsDevEdge => (Deps, "deps/dev-edge"),
     DepsRestricted => (Deps, "deps/restricted"),
+    DepsUnused => (Deps, "deps/unused"),
     CrateDocsMissing => (CrateDocs, "crate-docs/missing"),
     CrateDocsRole => (CrateDocs, "crate-docs/role"),
 }

@@ -14,8 +14,8 @@
 //!   (with `error: …` on stderr);
 //! - with `--message-format json`, stdout carries one JSON object per line and nothing else.
 //!
-//! The normative description is the xtask spec of the design corpus; the RFC process itself is
-//! described in docs/rfc/README.md.
+//! What the gates enforce is described in `docs/architecture.md` (the xtask section and the
+//! architecture invariants) and, for RFCs, in `docs/rfc/README.md`.
 #![deny(missing_docs)]
 
 #[doc(hidden)]
@@ -36,10 +36,14 @@ mod i18n_list;
 mod links;
 mod manifest;
 mod md;
+mod path_crates;
 mod refs;
 mod repo;
+mod restricted;
 mod rfc;
 mod roles;
+mod toml_lines;
+mod unused;
 mod views;
 mod wrap;
 mod write;

@@ -123,30 +123,15 @@ pub fn parse(workspace_metadata: &serde_json::Value) -> Result<BTreeMap<String, 
 }
 
 /// The 1-based line of `package`'s entry in the root manifest's roles table, if it can be
-/// found: a `package = …` line inside `[workspace.metadata.dsh.roles]`, or a
-/// `[workspace.metadata.dsh.roles.package]` header.
+/// found, however the entry is spelled.
 pub fn entry_line(root_manifest: &str, package: &str) -> Option<u32> {
-    let mut in_table = false;
-    for (index, line) in root_manifest.lines().enumerate() {
-        let trimmed = line.trim();
-        if let Some(header) = trimmed.strip_prefix('[') {
-            let header = header.trim_end_matches(']').trim();
-            let sub = header.strip_prefix(TABLE).and_then(|h| h.strip_prefix('.'));
-            if sub.is_some_and(|sub| unquote(sub) == package) {
-                return line_number(index);
-            }
-            in_table = header == TABLE;
-            continue;
-        }
-        if in_table && crate::manifest::key_of(trimmed) == Some(package) {
-            return line_number(index);
-        }
-    }
-    None
-}
-
-fn unquote(s: &str) -> &str {
-    s.trim().trim_matches('"').trim_matches('\'')
+    crate::toml_lines::TomlLines::parse(root_manifest)?.line(&[
+        "workspace",
+        "metadata",
+        "dsh",
+        "roles",
+        package,
+    ])
 }
 
 pub(crate) fn line_number(index: usize) -> Option<u32> {

@@ -112,7 +112,15 @@ fn three_bad_crates() -> tempfile::TempDir {
             "//! Seam role: consumer\n//! Seam role: provider\n",
         ),
     ] {
-        std::fs::write(tmp.path().join(format!("crates/{krate}/src/lib.rs")), text).unwrap();
+        // Keep the stub's `use` lines: the crates still name their dependencies.
+        let path = tmp.path().join(format!("crates/{krate}/src/lib.rs"));
+        let uses: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("use "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(path, format!("{text}{uses}")).unwrap();
     }
     tmp
 }

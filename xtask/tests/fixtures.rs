@@ -1,4 +1,4 @@
-//! The fixture suite (xtask spec §20): every case under `fixtures/cases/<gate>/<name>/` is a
+//! The fixture suite: every case under `fixtures/cases/<gate>/<name>/` is a
 //! copy of a base tree plus an overlay, run in process; its exit code and the exact sorted set
 //! of `path[:line]: gate/rule` lines must match `case.toml`.
 
@@ -163,7 +163,7 @@ fn every_case_matches_its_expectation() {
     );
 }
 
-/// T-META-01: the baseline is silent.
+/// The baseline is silent.
 #[test]
 fn the_baseline_is_silent() {
     let tmp = support::good_copy();
@@ -198,7 +198,7 @@ fn the_baseline_is_silent() {
     );
 }
 
-/// T-META-02: every rule is proven to fire by at least one case.
+/// Every rule is proven to fire by at least one case.
 #[test]
 fn every_rule_fires_in_some_case() {
     let expected: BTreeSet<String> = cases()
@@ -216,7 +216,7 @@ fn every_rule_fires_in_some_case() {
     assert!(missing.is_empty(), "rules no case proves: {missing:?}");
 }
 
-/// T-META-03: expectations are sorted, unique and well formed.
+/// Expectations are sorted, unique and well formed.
 #[test]
 fn expectations_are_sorted_unique_and_well_formed() {
     for (name, _, case) in cases() {

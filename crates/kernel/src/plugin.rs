@@ -12,7 +12,7 @@ use crate::scope::Scope;
 /// that scope to unload it.
 ///
 /// A plugin holds configuration, not state that must outlive it: state that has to survive a
-/// reload of a consumer lives in the provider that owns it (the brief's reload invariant).
+/// reload of a consumer lives in the provider that owns it (see the runtime RFC, `docs/rfc/implemented/architecture/2026-11-30-runtime-and-plugins.md`).
 #[async_trait]
 pub trait Plugin: Send + Sync + 'static {
     /// The plugin's unique name within a runtime: non-empty, without `/`.

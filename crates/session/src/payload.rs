@@ -69,7 +69,7 @@ pub struct ToolResultRecord {
     pub call_seq: Option<u64>,
 }
 
-/// Why a turn ended. When each is written is the agent spec's; `Interrupted` is written only by
+/// Why a turn ended. When each is written is the agent loop's concern; `Interrupted` is written only by
 /// crash repair.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
