@@ -281,8 +281,9 @@ fn html_anchors(html: &str, anchors: &mut HashSet<String>) {
     }
     visible.push_str(rest);
     for tag in visible.split('<').skip(1) {
+        // HTML names are case-insensitive: `<A ID=…>` is an anchor too.
         let Some(attrs) = tag
-            .strip_prefix('a')
+            .strip_prefix(['a', 'A'])
             .filter(|a| a.starts_with(char::is_whitespace))
         else {
             continue;
@@ -297,10 +298,14 @@ fn html_anchors(html: &str, anchors: &mut HashSet<String>) {
 }
 
 fn attribute(attrs: &str, name: &str) -> Option<String> {
-    let mut search = attrs;
-    while let Some(pos) = search.find(name) {
-        let before_ok = search[..pos].chars().last().is_none_or(char::is_whitespace);
-        let after = search[pos + name.len()..].trim_start();
+    // Attribute names are matched on a lowercased copy; ASCII lowercasing keeps every byte
+    // offset, so the value is cut from the original.
+    let lower = attrs.to_ascii_lowercase();
+    let mut offset = 0;
+    while let Some(found) = lower[offset..].find(name) {
+        let pos = offset + found;
+        let before_ok = attrs[..pos].chars().last().is_none_or(char::is_whitespace);
+        let after = attrs[pos + name.len()..].trim_start();
         if before_ok && let Some(value) = after.strip_prefix('=') {
             let value = value.trim_start();
             let (quote, body) = match value.chars().next() {
@@ -315,7 +320,7 @@ fn attribute(attrs: &str, name: &str) -> Option<String> {
                 .unwrap_or(body.len());
             return Some(body[..end].to_owned());
         }
-        search = &search[pos + name.len()..];
+        offset = pos + name.len();
     }
     None
 }
@@ -373,6 +378,17 @@ mod tests {
         let doc = parse("# [Install](setup.md)\n\n## Live `events` — mode!\n");
         assert!(doc.anchors.contains("install"));
         assert!(doc.anchors.contains("live-events--mode"));
+    }
+
+    #[test]
+    fn html_anchors_ignore_the_case_of_tag_and_attribute_names() {
+        let doc = parse(
+            "<A ID=\"upper\"></A>\n\n<a Name='mixed'>x</a> and <a href=\"#x\" id=Bare>y</a>\n",
+        );
+        for anchor in ["upper", "mixed", "Bare"] {
+            assert!(doc.anchors.contains(anchor), "{anchor}: {:?}", doc.anchors);
+        }
+        assert!(!doc.anchors.contains("upper\""));
     }
 
     #[test]

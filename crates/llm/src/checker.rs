@@ -10,8 +10,82 @@ use crate::types::ModelEvent;
 pub struct ContractViolation {
     /// 0-based index of the offending item (or the item count, at the end).
     pub position: usize,
-    /// What was wrong.
-    pub rule: String,
+    /// The rule broken.
+    pub rule: ContractRule,
+}
+
+/// The rules of the stream contract, one variant per way to break it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContractRule {
+    /// Something followed the terminal `Finish` or `Err`.
+    #[error("an item after the terminal Finish or Err")]
+    ItemAfterEnd,
+    /// Something other than `Finish` followed `Usage`.
+    #[error("Usage must come immediately before Finish")]
+    UsageNotLast,
+    /// A reasoning or text delta was empty.
+    #[error("an empty delta")]
+    EmptyDelta,
+    /// A call started out of order.
+    #[error("ToolCallStart index {index} where {expected} was next")]
+    StartOutOfOrder {
+        /// The index given.
+        index: u32,
+        /// The index that was next.
+        expected: usize,
+    },
+    /// An arguments fragment was empty.
+    #[error("an empty argument fragment")]
+    EmptyFragment,
+    /// Arguments arrived for a call already ended.
+    #[error("arguments for ended call {index}")]
+    ArgumentsAfterEnd {
+        /// The call.
+        index: u32,
+    },
+    /// Arguments arrived for a call that never started.
+    #[error("arguments for call {index}, which never started")]
+    ArgumentsBeforeStart {
+        /// The call.
+        index: u32,
+    },
+    /// A call's end named another id or tool than its start.
+    #[error("ToolCallEnd {index} names another call than its start")]
+    EndNamesAnotherCall {
+        /// The call.
+        index: u32,
+    },
+    /// A call's end carried arguments other than its fragments.
+    #[error("ToolCallEnd {index} arguments differ from the concatenated fragments")]
+    EndArgumentsDiffer {
+        /// The call.
+        index: u32,
+    },
+    /// A call ended twice.
+    #[error("a second ToolCallEnd for call {index}")]
+    SecondEnd {
+        /// The call.
+        index: u32,
+    },
+    /// A call ended that never started.
+    #[error("ToolCallEnd for call {index}, which never started")]
+    EndBeforeStart {
+        /// The call.
+        index: u32,
+    },
+    /// `Usage` came twice.
+    #[error("a second Usage")]
+    SecondUsage,
+    /// The stream ended with a call still open.
+    #[error("call {index} has no ToolCallEnd before the stream ends")]
+    CallLeftOpen {
+        /// The call.
+        index: usize,
+    },
+    /// The stream ended without `Finish` or `Err`.
+    #[error("the stream ended without Finish or Err")]
+    NoEnd,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,10 +113,10 @@ impl StreamChecker {
         StreamChecker::default()
     }
 
-    fn violation(&self, rule: impl Into<String>) -> Result<(), ContractViolation> {
+    fn violation(&self, rule: ContractRule) -> Result<(), ContractViolation> {
         Err(ContractViolation {
             position: self.position,
-            rule: rule.into(),
+            rule,
         })
     }
 
@@ -58,7 +132,7 @@ impl StreamChecker {
 
     fn check(&mut self, item: &Result<ModelEvent, ModelError>) -> Result<(), ContractViolation> {
         if self.terminated {
-            return self.violation("an item after the terminal Finish or Err");
+            return self.violation(ContractRule::ItemAfterEnd);
         }
         let event = match item {
             Err(_) => {
@@ -68,19 +142,19 @@ impl StreamChecker {
             Ok(event) => event,
         };
         if self.usage_seen && !matches!(event, ModelEvent::Finish { .. }) {
-            return self.violation("Usage must come immediately before Finish");
+            return self.violation(ContractRule::UsageNotLast);
         }
         match event {
             ModelEvent::ReasoningDelta(s) | ModelEvent::TextDelta(s) if s.is_empty() => {
-                self.violation("an empty delta")
+                self.violation(ContractRule::EmptyDelta)
             }
             ModelEvent::ReasoningDelta(_) | ModelEvent::TextDelta(_) => Ok(()),
             ModelEvent::ToolCallStart { index, id, name } => {
                 if *index as usize != self.calls.len() {
-                    return self.violation(format!(
-                        "ToolCallStart index {index} where {} was next",
-                        self.calls.len()
-                    ));
+                    return self.violation(ContractRule::StartOutOfOrder {
+                        index: *index,
+                        expected: self.calls.len(),
+                    });
                 }
                 self.calls.push(Call::Open {
                     id: id.clone(),
@@ -91,7 +165,7 @@ impl StreamChecker {
             }
             ModelEvent::ToolCallArgumentsDelta { index, fragment } => {
                 if fragment.is_empty() {
-                    return self.violation("an empty argument fragment");
+                    return self.violation(ContractRule::EmptyFragment);
                 }
                 match self.calls.get_mut(*index as usize) {
                     Some(Call::Open { args, .. }) => {
@@ -99,11 +173,9 @@ impl StreamChecker {
                         Ok(())
                     }
                     Some(Call::Ended) => {
-                        self.violation(format!("arguments for ended call {index}"))
+                        self.violation(ContractRule::ArgumentsAfterEnd { index: *index })
                     }
-                    None => {
-                        self.violation(format!("arguments for call {index}, which never started"))
-                    }
+                    None => self.violation(ContractRule::ArgumentsBeforeStart { index: *index }),
                 }
             }
             ModelEvent::ToolCallEnd {
@@ -120,27 +192,23 @@ impl StreamChecker {
                         args,
                     }) => {
                         if open_id != id || open_name != name {
-                            return self.violation(format!(
-                                "ToolCallEnd {index} names another call than its start"
-                            ));
+                            return self
+                                .violation(ContractRule::EndNamesAnotherCall { index: *index });
                         }
                         if args != arguments {
-                            return self.violation(format!("ToolCallEnd {index} arguments differ from the concatenated fragments"));
+                            return self
+                                .violation(ContractRule::EndArgumentsDiffer { index: *index });
                         }
                         self.calls[i] = Call::Ended;
                         Ok(())
                     }
-                    Some(Call::Ended) => {
-                        self.violation(format!("a second ToolCallEnd for call {index}"))
-                    }
-                    None => {
-                        self.violation(format!("ToolCallEnd for call {index}, which never started"))
-                    }
+                    Some(Call::Ended) => self.violation(ContractRule::SecondEnd { index: *index }),
+                    None => self.violation(ContractRule::EndBeforeStart { index: *index }),
                 }
             }
             ModelEvent::Usage(_) => {
                 if self.usage_seen {
-                    return self.violation("a second Usage");
+                    return self.violation(ContractRule::SecondUsage);
                 }
                 self.open_calls()?;
                 self.usage_seen = true;
@@ -160,9 +228,7 @@ impl StreamChecker {
             .iter()
             .position(|c| matches!(c, Call::Open { .. }))
         {
-            Some(i) => self.violation(format!(
-                "call {i} has no ToolCallEnd before the stream ends"
-            )),
+            Some(i) => self.violation(ContractRule::CallLeftOpen { index: i }),
             None => Ok(()),
         }
     }
@@ -172,7 +238,7 @@ impl StreamChecker {
         if self.terminated {
             Ok(())
         } else {
-            self.violation("the stream ended without Finish or Err")
+            self.violation(ContractRule::NoEnd)
         }
     }
 }

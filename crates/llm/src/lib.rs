@@ -31,7 +31,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 pub use tokio_util::sync::CancellationToken;
 
-pub use checker::{ContractViolation, StreamChecker};
+pub use checker::{ContractRule, ContractViolation, StreamChecker};
 pub use error::{ModelError, ModelErrorKind};
 pub use outcome::StepOutcome;
 pub use types::{

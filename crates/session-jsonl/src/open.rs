@@ -227,9 +227,13 @@ impl Open {
         if io.dir_pending {
             let fs = ctx.fs.clone();
             let dir = self.dir.clone();
-            blocking(move || fs.sync_dir(&dir))
-                .await
-                .map_err(|e| self.io_error("fsync of the project directory", e))?;
+            on_pool(
+                Some(self.id()),
+                "fsync of the project directory",
+                move || fs.sync_dir(&dir),
+            )
+            .await?
+            .map_err(|e| self.io_error("fsync of the project directory", e))?;
             io.dir_pending = false;
         }
         let batch: Vec<Arc<SessionEvent>> = {
@@ -295,18 +299,14 @@ impl Open {
     ) -> Result<u64, PersistenceError> {
         let fs = ctx.fs.clone();
         let len = bytes.len() as u64;
-        let outcome = blocking(move || {
+        let outcome = on_pool(Some(self.id()), "write", move || {
             let written = fs.write(&file, &bytes).and_then(|()| fs.sync_data(&file));
-            match written {
-                Ok(()) => Ok(Ok(())),
-                Err(err) => {
-                    let rolled_back = fs.set_len(&file, durable).and_then(|()| fs.sync_all(&file));
-                    Ok(Err((err, rolled_back)))
-                }
-            }
+            written.map_err(|err| {
+                let rolled_back = fs.set_len(&file, durable).and_then(|()| fs.sync_all(&file));
+                (err, rolled_back)
+            })
         })
-        .await
-        .map_err(|e| self.io_error("write", e))?;
+        .await?;
         match outcome {
             Ok(()) => Ok(durable + len),
             Err((err, Ok(()))) => Err(self.io_error("write", err)),
@@ -331,44 +331,49 @@ impl Open {
         let mut bytes = header::encode(&self.header);
         bytes.extend_from_slice(&batch);
         let len = bytes.len() as u64;
-        let result = blocking(move || -> io::Result<(File, Option<io::Error>, bool)> {
-            ensure_dir(&*fs, &root)?;
-            ensure_dir(&*fs, &dir)?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let temp = dir.join(format!(".{name}.{:016x}.tmp", temp_suffix()));
-            let file = OpenOptions::new()
-                .append(true)
-                .read(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temp)?;
-            let written = file
-                .try_lock()
-                .map_err(|e| io::Error::other(e.to_string()))
-                .and_then(|()| fs.write(&file, &bytes))
-                .and_then(|()| fs.sync_all(&file));
-            if let Err(err) = written {
+        let id = self.id().clone();
+        let result = on_pool(
+            Some(&id),
+            "materialization",
+            move || -> io::Result<(File, Option<io::Error>, bool)> {
+                ensure_dir(&*fs, &root)?;
+                ensure_dir(&*fs, &dir)?;
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let temp = dir.join(format!(".{name}.{:016x}.tmp", temp_suffix()));
+                let file = OpenOptions::new()
+                    .append(true)
+                    .read(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&temp)?;
+                let written = file
+                    .try_lock()
+                    .map_err(|e| io::Error::other(e.to_string()))
+                    .and_then(|()| fs.write(&file, &bytes))
+                    .and_then(|()| fs.sync_all(&file));
+                if let Err(err) = written {
+                    let _ = std::fs::remove_file(&temp);
+                    return Err(err);
+                }
+                if let Err(err) = fs.hard_link(&temp, &path) {
+                    let _ = std::fs::remove_file(&temp);
+                    let exists = err.kind() == io::ErrorKind::AlreadyExists;
+                    return if exists {
+                        Ok((file, None, true))
+                    } else {
+                        Err(err)
+                    };
+                }
+                // The link is published; only its directory entry may not be durable yet.
+                let dir_failure = fs.sync_dir(&dir).err();
                 let _ = std::fs::remove_file(&temp);
-                return Err(err);
-            }
-            if let Err(err) = fs.hard_link(&temp, &path) {
-                let _ = std::fs::remove_file(&temp);
-                let exists = err.kind() == io::ErrorKind::AlreadyExists;
-                return if exists {
-                    Ok((file, None, true))
-                } else {
-                    Err(err)
-                };
-            }
-            // The link is published; only its directory entry may not be durable yet.
-            let dir_failure = fs.sync_dir(&dir).err();
-            let _ = std::fs::remove_file(&temp);
-            Ok((file, dir_failure, false))
-        })
-        .await;
+                Ok((file, dir_failure, false))
+            },
+        )
+        .await?;
         match result {
             Err(err) => Err(self.io_error("materialization", err)),
             Ok((_, _, true)) => Err(PersistenceError::AlreadyExists {
@@ -468,11 +473,18 @@ pub(crate) fn location(path: &Path) -> SessionLocation {
     }
 }
 
-/// Runs blocking file-system work off the async workers.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> io::Result<T> + Send + 'static,
-) -> io::Result<T> {
+/// Runs `f` on the blocking pool; a task that does not finish (it panicked, or shutdown
+/// cancelled it) is `TaskFailed` for `op`, never an I/O or configuration error.
+pub(crate) async fn on_pool<T: Send + 'static>(
+    id: Option<&SessionId>,
+    op: &'static str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, PersistenceError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| io::Error::other(format!("blocking task failed: {e}")))?
+        .map_err(|e| PersistenceError::TaskFailed {
+            id: id.cloned(),
+            op,
+            panicked: e.is_panic(),
+        })
 }

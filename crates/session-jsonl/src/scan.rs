@@ -173,8 +173,14 @@ fn decode_one(slot: &Slot, bytes: &[u8]) -> Result<Arc<SessionEvent>, String> {
         Slot::Line(range) => bytes
             .get(range.clone())
             .ok_or_else(|| "a record outside its batch".to_owned())
-            .and_then(|line| SessionEvent::decode(line).map(Arc::new).map_err(|e| e.0)),
-        Slot::Owned(line) => SessionEvent::decode(line).map(Arc::new).map_err(|e| e.0),
+            .and_then(|line| {
+                SessionEvent::decode(line)
+                    .map(Arc::new)
+                    .map_err(|e| e.detail())
+            }),
+        Slot::Owned(line) => SessionEvent::decode(line)
+            .map(Arc::new)
+            .map_err(|e| e.detail()),
         Slot::TooLong => Err(format!("line longer than {MAX_EVENT_BYTES} bytes")),
         Slot::Incomplete => Err("incomplete final line".into()),
     }

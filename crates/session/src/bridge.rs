@@ -57,7 +57,19 @@ struct PumpState {
     persistence: Option<Arc<dyn SessionPersistence>>,
     stopping: bool,
     /// A failed `append`: sticky, so no later barrier reports durability it does not have.
-    failure: Option<String>,
+    failure: Option<PersistenceFailed>,
+}
+
+/// Why a session's events could not be persisted. It is sticky: every later barrier and the
+/// detach of that session report this same failure.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("persisting the events of session {session} failed: {cause}")]
+pub struct PersistenceFailed {
+    /// The session.
+    pub session: SessionId,
+    /// What the provider's `append` did: an error it returned, or a panic.
+    #[source]
+    pub cause: Arc<dsh_kernel::contain::Failure>,
 }
 
 impl PersistenceBridge {
@@ -137,7 +149,10 @@ impl PersistenceBridge {
                     Err(err) => {
                         if state.failure.is_none() {
                             tracing::warn!(session = %id, "persisting events failed: {err}");
-                            state.failure = Some(err.to_string());
+                            state.failure = Some(PersistenceFailed {
+                                session: id.clone(),
+                                cause: Arc::new(err),
+                            });
                         }
                         // Count them as handled so barriers stop waiting; the failure is sticky.
                         state.handed = last;
@@ -157,7 +172,7 @@ impl PersistenceBridge {
             {
                 let state = pump.state.lock();
                 if let Some(failure) = &state.failure {
-                    return Err(failure.clone().into());
+                    return Err(Box::new(failure.clone()));
                 }
                 if state.handed >= target || !state.created {
                     return Ok(());

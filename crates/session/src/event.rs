@@ -107,9 +107,28 @@ pub struct SessionEvent {
 }
 
 /// Why an encoded envelope was refused.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid event record: {0}")]
-pub struct EnvelopeError(pub String);
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvelopeError {
+    /// The record is not UTF-8.
+    #[error("invalid event record: not UTF-8 ({0})")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// The record is not a valid envelope: not JSON, or a key missing, unknown, repeated or
+    /// of the wrong type.
+    #[error("invalid event record: {0}")]
+    Invalid(#[source] std::sync::Arc<serde_json::Error>),
+}
+
+impl EnvelopeError {
+    /// What is wrong, without the "invalid event record" prefix (for a message that names
+    /// the record itself).
+    pub fn detail(&self) -> String {
+        match self {
+            EnvelopeError::NotUtf8(e) => format!("not UTF-8 ({e})"),
+            EnvelopeError::Invalid(e) => e.to_string(),
+        }
+    }
+}
 
 impl SessionEvent {
     /// Writes `{"seq":S,"type":"T","time":M,["ignorable":true,]"data":D}`: no whitespace
@@ -141,9 +160,9 @@ impl SessionEvent {
     /// or fractional `seq`/`time`, an invalid type, `"ignorable": false` and non-UTF-8 input are
     /// refused.
     pub fn decode(bytes: &[u8]) -> Result<SessionEvent, EnvelopeError> {
-        let text =
-            std::str::from_utf8(bytes).map_err(|e| EnvelopeError(format!("not UTF-8 ({e})")))?;
-        serde_json::from_str::<SessionEvent>(text).map_err(|e| EnvelopeError(e.to_string()))
+        let text = std::str::from_utf8(bytes).map_err(EnvelopeError::NotUtf8)?;
+        serde_json::from_str::<SessionEvent>(text)
+            .map_err(|e| EnvelopeError::Invalid(std::sync::Arc::new(e)))
     }
 }
 

@@ -39,7 +39,7 @@ mod session;
 mod store;
 mod vocabulary;
 
-pub use bridge::PersistenceBridge;
+pub use bridge::{PersistenceBridge, PersistenceFailed};
 pub use error::SessionError;
 pub use event::{EnvelopeError, EventType, MAX_EVENT_BYTES, SessionEvent, valid_type};
 pub use header::{SESSION_FORMAT_VERSION, SessionHeader, normalize_cwd};

@@ -260,6 +260,17 @@ pub enum PersistenceError {
         #[source]
         source: std::io::Error,
     },
+    /// A provider's background task ended without finishing its work: it panicked, or the
+    /// runtime shutting down cancelled it.
+    #[error("{}{op} did not finish: its task {}", id.as_ref().map(|i| format!("session {i}: ")).unwrap_or_default(), if *panicked { "panicked" } else { "was cancelled" })]
+    TaskFailed {
+        /// The id, when one is concerned.
+        id: Option<SessionId>,
+        /// The operation.
+        op: &'static str,
+        /// Whether it panicked (else it was cancelled).
+        panicked: bool,
+    },
     /// A write failed and could not be rolled back; the session accepts nothing more.
     #[error("session {id} is poisoned: {cause}")]
     Poisoned {
@@ -267,6 +278,13 @@ pub enum PersistenceError {
         id: SessionId,
         /// The failure that poisoned it.
         cause: String,
+    },
+    /// A listing asked for a directory that is not an absolute path.
+    #[error("invalid listing query: {source}")]
+    InvalidQuery {
+        /// Why the directory was refused.
+        #[source]
+        source: crate::SessionError,
     },
     /// The provider's configuration is invalid.
     #[error("invalid persistence configuration: {reason}")]

@@ -35,9 +35,9 @@ fn usage() -> ModelEvent {
 fn check(items: Vec<Result<ModelEvent, ModelError>>) -> Result<(), String> {
     let mut checker = StreamChecker::new();
     for item in &items {
-        checker.observe(item).map_err(|v| v.rule)?;
+        checker.observe(item).map_err(|v| v.rule.to_string())?;
     }
-    checker.end().map_err(|v| v.rule)
+    checker.end().map_err(|v| v.rule.to_string())
 }
 
 #[test]
@@ -129,4 +129,24 @@ fn violations_are_named() {
         let rule = check(case.clone()).expect_err(needle);
         assert!(rule.contains(needle), "{case:?}: {rule}");
     }
+}
+
+#[test]
+fn a_violation_names_its_rule_as_a_value() {
+    use dsh_llm::{ContractRule, ContractViolation};
+    let mut checker = StreamChecker::new();
+    assert_eq!(
+        checker.observe(&Ok(ModelEvent::TextDelta("a".into()))),
+        Ok(())
+    );
+    assert_eq!(
+        checker.observe(&Ok(start(1))),
+        Err(ContractViolation {
+            position: 1,
+            rule: ContractRule::StartOutOfOrder {
+                index: 1,
+                expected: 0
+            },
+        })
+    );
 }

@@ -344,7 +344,17 @@ async fn a_provider_panicking_in_append_fails_the_session_and_barriers_answer_pr
     let flushed = tokio::time::timeout(bounded, store.flush(s.id()))
         .await
         .expect("flush answered");
-    assert!(matches!(flushed, Err(SessionError::FlushFailed { .. })));
+    let Err(SessionError::FlushFailed { cause, .. }) = flushed else {
+        panic!("{flushed:?}");
+    };
+    let failed = cause
+        .downcast_ref::<dsh_session::PersistenceFailed>()
+        .expect("the sticky failure is a typed error");
+    assert_eq!(failed.session.as_str(), "panics");
+    assert!(
+        matches!(*failed.cause, dsh_kernel::contain::Failure::Panic(_)),
+        "{failed:?}"
+    );
     let again = tokio::time::timeout(bounded, store.flush(s.id()))
         .await
         .expect("flush answered");

@@ -50,6 +50,7 @@ struct Faults {
     release: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
     fail_write: AtomicU32,
     fail_sync_data: AtomicU32,
+    panic_sync_data: AtomicU32,
     fail_set_len: AtomicU32,
     fail_link: AtomicU32,
     fail_sync_dir: AtomicU32,
@@ -88,6 +89,7 @@ impl FsOps for Faults {
         if take(&self.fail_sync_data) {
             return Err(std::io::Error::other("injected fdatasync failure"));
         }
+        assert!(!take(&self.panic_sync_data), "injected fdatasync panic");
         file.sync_data()
     }
 
@@ -766,4 +768,46 @@ async fn an_append_racing_close_is_refused_or_kept_never_silently_dropped() {
             "round {round}: every accepted event is on disk"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_task_that_panics_is_a_task_failure_not_an_io_or_configuration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, faults) = faulty(dir.path());
+    let hd = header("panicky");
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &events(0, 1)).await.unwrap();
+    p.flush(&hd.id).await.unwrap();
+    p.append(&hd.id, &events(1, 1)).await.unwrap();
+    faults.panic_sync_data.store(1, Ordering::SeqCst);
+    let err = p.flush(&hd.id).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            PersistenceError::TaskFailed { id: Some(id), op: "write", panicked: true } if *id == hd.id
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("session {}: write did not finish: its task panicked", hd.id)
+    );
+}
+
+#[tokio::test]
+async fn listing_a_relative_directory_is_an_invalid_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    let query = dsh_session::ListQuery {
+        cwd: Some("relative/dir".into()),
+    };
+    let err = p.list(&query).await.unwrap_err();
+    assert!(
+        matches!(err, PersistenceError::InvalidQuery { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with("invalid listing query: "),
+        "{err}"
+    );
 }

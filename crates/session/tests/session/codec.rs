@@ -97,3 +97,20 @@ fn type_names_follow_the_grammar() {
         );
     }
 }
+
+#[test]
+fn a_refused_envelope_says_which_way_it_is_wrong() {
+    use dsh_session::EnvelopeError;
+    let not_utf8 = SessionEvent::decode(b"{\"seq\":0,\"data\":\"\xff\"}").unwrap_err();
+    assert!(
+        matches!(not_utf8, EnvelopeError::NotUtf8(_)),
+        "{not_utf8:?}"
+    );
+    assert!(not_utf8.detail().starts_with("not UTF-8"), "{not_utf8}");
+    let missing = SessionEvent::decode(br#"{"type":"turn/start","time":5,"data":{}}"#).unwrap_err();
+    assert!(matches!(missing, EnvelopeError::Invalid(_)), "{missing:?}");
+    assert_eq!(
+        missing.to_string(),
+        format!("invalid event record: {}", missing.detail())
+    );
+}
