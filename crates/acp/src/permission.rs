@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use dsh_kernel::async_trait;
+use async_trait::async_trait;
 use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest};
 use serde::Deserialize;
 use serde_json::{Value, json};

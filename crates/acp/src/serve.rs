@@ -3,8 +3,8 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use dsh_agent::CancelCause;
-use dsh_kernel::async_trait;
 use dsh_session::{Interest, Session, SessionEvent, SessionObserver};
 use futures::future::join_all;
 use parking_lot::Mutex;

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dsh_kernel::async_trait;
+use async_trait::async_trait;
 use dsh_session::{Session, SessionEvent, SessionObserver};
 use parking_lot::Mutex;
 use serde_json::{Value, json};

@@ -156,9 +156,27 @@ pub enum TaskError {
 /// What a disposer or listener may return: `()` for infallible ones, or `Result<(), E>` for
 /// fallible ones. A failure is contained and logged; it never stops the other disposers or
 /// listeners.
-pub trait Outcome {
+///
+/// Sealed: these two shapes are the whole contract, so the kernel can rely on them.
+///
+/// ```compile_fail
+/// struct Mine;
+/// impl dsh_kernel::Outcome for Mine {
+///     fn into_result(self) -> Result<(), dsh_kernel::BoxError> {
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Outcome: sealed::Sealed {
     /// Converts the value into the kernel's uniform result.
     fn into_result(self) -> Result<(), BoxError>;
+}
+
+mod sealed {
+    /// Only the kernel's two outcome shapes implement [`super::Outcome`].
+    pub trait Sealed {}
+    impl Sealed for () {}
+    impl<E> Sealed for Result<(), E> {}
 }
 
 impl Outcome for () {

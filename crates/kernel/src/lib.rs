@@ -47,7 +47,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicU64, Ordering};
-//! use dsh_kernel::{BoxError, Plugin, Runtime, Scope, async_trait};
+//! use async_trait::async_trait;
+//! use dsh_kernel::{BoxError, Plugin, Runtime, Scope};
 //!
 //! /// The seam: a trait used as `Arc<dyn Counter>`.
 //! trait Counter: Send + Sync {
@@ -114,7 +115,6 @@ mod services;
 mod tasks;
 mod teardown;
 
-pub use async_trait::async_trait;
 pub use contain::panic_message;
 pub use cow::{CowList, Snapshot};
 pub use error::{BoxError, KernelError, Outcome, TaskError};

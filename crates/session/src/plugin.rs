@@ -1,7 +1,8 @@
 //! `SessionStorePlugin`: provides the session store and subscribes the persistence bridge, so
 //! every announced session is bound to whichever `dyn SessionPersistence` is provided then.
 
-use dsh_kernel::{BoxError, Plugin, Scope, async_trait};
+use async_trait::async_trait;
+use dsh_kernel::{BoxError, Plugin, Scope};
 
 use crate::bridge::PersistenceBridge;
 use crate::observer::Interest;

@@ -1,6 +1,8 @@
 //! Seam role: support — test fixtures shared by the workspace: the persistence contract suite,
-//! log capture, the SSE fixtures, the mock model server, and the providers other crates'
-//! tests run against ([`providers`]); the ACP test driver arrives with its issue.
+//! log capture, the SSE fixtures, the mock model server, process census helpers for tests
+//! that check what a command left running, and the providers other crates' tests run
+//! against ([`providers`]). The ACP driver, which needs the built binary, lives with the
+//! end-to-end suites in `tests/`.
 //!
 //! The one non-root crate allowed to name providers, so that a crate's own tests reach
 //! providers only through it (architecture invariant 4). Fixtures here panic on failure: they

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use dsh_kernel::{BoxError, Plugin, Scope, async_trait};
+use async_trait::async_trait;
+use dsh_kernel::{BoxError, Plugin, Scope};
 use dsh_shell::ShellExecutor;
 use dsh_tools::{Tool, ToolRegistry};
 

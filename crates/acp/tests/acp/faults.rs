@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use dsh_acp::{AcpBridge, AcpConfig, PermissionMode, ShutdownReason};
 use dsh_agent::{
     Agent, AgentError, AgentFactory, AgentHandle, AgentOptions, AgentRegistry, AgentStatus,
     CreateAgent, ResumeAgent, TurnTicket, UserMessage,
 };
-use dsh_kernel::async_trait;
 use dsh_session::{CancelCause, Session, SessionId, SessionPersistence, SessionStore};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;

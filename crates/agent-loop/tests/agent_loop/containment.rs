@@ -167,7 +167,7 @@ async fn a_listener_sending_during_teardown_is_refused_and_teardown_completes() 
 
 struct Veto;
 
-#[dsh_kernel::async_trait]
+#[async_trait::async_trait]
 impl SessionObserver for Veto {
     fn name(&self) -> &str {
         "veto"

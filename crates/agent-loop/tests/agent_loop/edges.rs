@@ -67,7 +67,7 @@ struct FailNth {
     fail_at: usize,
 }
 
-#[dsh_kernel::async_trait]
+#[async_trait::async_trait]
 impl SessionObserver for FailNth {
     fn name(&self) -> &str {
         "fail-nth"

@@ -85,7 +85,7 @@ async fn a_stale_handle_never_touches_its_successor() {
 #[tokio::test]
 async fn a_second_loop_plugin_is_refused_and_the_first_keeps_working() {
     struct Named(AgentLoopPlugin);
-    #[dsh_kernel::async_trait]
+    #[async_trait::async_trait]
     impl dsh_kernel::Plugin for Named {
         fn name(&self) -> &str {
             "agent-loop-2"
@@ -303,7 +303,7 @@ async fn a_cancel_right_after_the_answer_runs_no_tool_and_answers_every_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_while_approval_is_pending_withdraws_it_and_runs_nothing() {
     struct Waits(Mutex<Option<tokio::sync::oneshot::Sender<()>>>);
-    #[dsh_kernel::async_trait]
+    #[async_trait::async_trait]
     impl ApprovalGate for Waits {
         async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
             if let Some(tx) = self.0.lock().unwrap().take() {
@@ -453,7 +453,7 @@ async fn an_exclusive_call_waits_for_the_pool_before_it_and_holds_back_the_calls
 async fn a_ticket_resolves_after_every_observer_saw_turn_end_and_after_the_barrier() {
     #[derive(Default)]
     struct Sees(Mutex<Vec<String>>);
-    #[dsh_kernel::async_trait]
+    #[async_trait::async_trait]
     impl SessionObserver for Sees {
         fn name(&self) -> &str {
             "sees"

@@ -284,7 +284,7 @@ struct Barriers {
     fail: std::sync::atomic::AtomicBool,
 }
 
-#[dsh_kernel::async_trait]
+#[async_trait::async_trait]
 impl SessionObserver for Barriers {
     fn name(&self) -> &str {
         "barriers"

@@ -23,7 +23,7 @@ struct Held {
     unbalanced: std::sync::atomic::AtomicBool,
 }
 
-#[dsh_kernel::async_trait]
+#[async_trait::async_trait]
 impl SessionPersistence for Held {
     fn name(&self) -> &'static str {
         "held"
@@ -98,7 +98,7 @@ impl SessionPersistence for Held {
 
 struct HeldPlugin(Arc<Held>);
 
-#[dsh_kernel::async_trait]
+#[async_trait::async_trait]
 impl Plugin for HeldPlugin {
     fn name(&self) -> &str {
         "held-persistence"

@@ -211,7 +211,7 @@ async fn on_cancel_a_stubborn_body_is_aborted_after_the_grace_and_unstarted_call
 
 struct Scripted(std::sync::Mutex<Vec<ApprovalDecision>>);
 
-#[dsh_kernel::async_trait]
+#[async_trait::async_trait]
 impl ApprovalGate for Scripted {
     async fn decide(&self, _request: ApprovalRequest) -> ApprovalDecision {
         self.0.lock().unwrap().remove(0)

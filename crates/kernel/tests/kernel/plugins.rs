@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use dsh_kernel::{BoxError, KernelError, Plugin, Runtime, Scope, async_trait};
+use async_trait::async_trait;
+use dsh_kernel::{BoxError, KernelError, Plugin, Runtime, Scope};
 use tokio::sync::oneshot;
 
 use crate::support::Log;

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dsh_kernel::{BoxError, Plugin, Runtime, Scope, async_trait};
+use async_trait::async_trait;
+use dsh_kernel::{BoxError, Plugin, Runtime, Scope};
 use parking_lot::Mutex;
 
 /// The provider's seam: tasks with an owner string it stores and never interprets.

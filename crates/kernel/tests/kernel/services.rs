@@ -148,7 +148,7 @@ async fn a_lookup_through_a_disposing_or_disposed_scope_fails_with_scope_closed(
 async fn after_a_reload_lookups_reach_only_the_new_instance() {
     struct Instance(u32);
     struct Provider(u32);
-    #[dsh_kernel::async_trait]
+    #[async_trait::async_trait]
     impl dsh_kernel::Plugin for Provider {
         fn name(&self) -> &str {
             "provider"

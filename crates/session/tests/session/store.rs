@@ -111,7 +111,7 @@ async fn an_append_from_inside_on_append_is_refused() {
     struct Reentrant {
         result: std::sync::Mutex<Option<bool>>,
     }
-    #[dsh_kernel::async_trait]
+    #[async_trait::async_trait]
     impl dsh_session::SessionObserver for Reentrant {
         fn name(&self) -> &str {
             "reentrant"
@@ -334,7 +334,7 @@ async fn detach_from_inside_on_created_is_deferred() {
     struct DetachOnCreate {
         store: std::sync::Mutex<Option<Arc<SessionStore>>>,
     }
-    #[dsh_kernel::async_trait]
+    #[async_trait::async_trait]
     impl dsh_session::SessionObserver for DetachOnCreate {
         fn name(&self) -> &str {
             "detacher"
@@ -591,7 +591,7 @@ async fn a_session_withdrawn_while_announcing_vanishes_at_once_and_rolls_back_wh
         entered: tokio::sync::Semaphore,
         release: tokio::sync::Semaphore,
     }
-    #[dsh_kernel::async_trait]
+    #[async_trait::async_trait]
     impl dsh_session::SessionObserver for Held {
         fn name(&self) -> &str {
             "held"

@@ -37,7 +37,7 @@ impl Recorder {
     }
 }
 
-#[dsh_kernel::async_trait]
+#[async_trait::async_trait]
 impl SessionObserver for Recorder {
     fn name(&self) -> &str {
         &self.name
