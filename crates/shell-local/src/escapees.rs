@@ -59,8 +59,11 @@ impl Targets {
     }
 }
 
-/// One pass; returns how many identified processes it acted on.
-fn sweep_once(targets: &Targets) -> usize {
+/// One pass; returns how many identified processes it acted on. `killed` remembers whom
+/// this sweep has signalled: a process that is exiting but not yet a zombie has already
+/// released its memory, so its environment reads empty and its marker is gone — without the
+/// memory it would drop out of the sweep while still alive.
+fn sweep_once(targets: &Targets, killed: &mut BTreeSet<i32>) -> usize {
     let leaders = leaders();
     let mut acted = 0;
     for pid in procfs::children_of_self() {
@@ -70,7 +73,8 @@ fn sweep_once(targets: &Targets) -> usize {
         let Some(stat) = procfs::stat(pid) else {
             continue;
         };
-        let ours = targets.sessions.contains(&stat.session)
+        let ours = killed.contains(&pid)
+            || targets.sessions.contains(&stat.session)
             || targets.sessions.contains(&stat.pgrp)
             || (!stat.zombie() && procfs::environ_has(pid, &|e| targets.marked(e)));
         if !ours {
@@ -84,6 +88,7 @@ fn sweep_once(targets: &Targets) -> usize {
                 continue;
             }
             let _ = rustix::process::kill_process(process, Signal::KILL);
+            killed.insert(pid);
         }
         let _ = rustix::process::waitid(
             WaitId::Pid(process),
@@ -97,7 +102,8 @@ fn sweep_once(targets: &Targets) -> usize {
 /// Sweeps until a pass finds nothing, or gives up after `bound` with a warning.
 pub(crate) async fn sweep(targets: &Targets, bound: Duration) {
     let started = Instant::now();
-    while sweep_once(targets) > 0 {
+    let mut killed = BTreeSet::new();
+    while sweep_once(targets, &mut killed) > 0 {
         if started.elapsed() > bound {
             tracing::warn!(
                 ?targets,
@@ -112,7 +118,7 @@ pub(crate) async fn sweep(targets: &Targets, bound: Duration) {
 
 /// A synchronous best effort for `Drop`: SIGKILL what is identified, no waiting.
 pub(crate) fn kill_now(targets: &Targets) {
-    let _ = sweep_once(targets);
+    let _ = sweep_once(targets, &mut BTreeSet::new());
 }
 
 /// Makes dsh the reaper of its orphaned descendants. Process-wide and never undone.
