@@ -13,6 +13,14 @@ use crate::Sandbox;
 mod invariants;
 pub use invariants::{Wire, check as check_invariants};
 
+/// The `sessionUpdate` kind of each update, in order.
+pub fn update_kinds(updates: &[Value]) -> Vec<&str> {
+    updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap_or("<none>"))
+        .collect()
+}
+
 /// How the driver answers `session/request_permission`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {

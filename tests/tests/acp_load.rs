@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_e2e::Sandbox;
-use dsh_e2e::acp::AcpDriver;
+use dsh_e2e::acp::{AcpDriver, update_kinds};
 use dsh_test_support::processes::{alive, all_gone, eventually, marker, sleepers};
 use serde_json::{Value, json};
 
@@ -38,17 +38,23 @@ fn history_script(sandbox: &Sandbox) -> String {
     )
 }
 
+/// A session stored by a first `dsh acp` process that sent `prompts` and exited; its id.
+fn stored_session(sandbox: &Sandbox, script: &str, prompts: &[&str]) -> String {
+    let mut first = AcpDriver::allowing(sandbox, script);
+    first.initialize(false);
+    let session = first.new_session(&sandbox.work());
+    for prompt in prompts {
+        first.prompt_to_end(&session, prompt);
+    }
+    first.finish();
+    session
+}
+
 #[test]
 fn a_loaded_session_replays_its_history_and_continues_in_a_new_process() {
     let sandbox = Sandbox::new();
     let script = history_script(&sandbox);
-    let mut first = AcpDriver::allowing(&sandbox, &script);
-    first.initialize(false);
-    let session = first.new_session(&sandbox.work());
-    first.prompt_to_end(&session, "hello 你好 🌍");
-    first.prompt_to_end(&session, "run echo X");
-    let (code, _) = first.finish();
-    assert_eq!(code, Some(0));
+    let session = stored_session(&sandbox, &script, &["hello 你好 🌍", "run echo X"]);
 
     let (mut second, log) = AcpDriver::logging(&sandbox, &script, &["--permission", "allow"]);
     second.initialize(false);
@@ -128,11 +134,7 @@ fn loads_of_unknown_or_unparseable_ids_are_not_found_and_create_nothing() {
 fn a_load_from_another_directory_is_refused_and_a_trailing_dot_is_the_same_directory() {
     let sandbox = Sandbox::new();
     let script = history_script(&sandbox);
-    let mut first = AcpDriver::allowing(&sandbox, &script);
-    first.initialize(false);
-    let session = first.new_session(&sandbox.work());
-    first.prompt_to_end(&session, "hello");
-    first.finish();
+    let session = stored_session(&sandbox, &script, &["hello"]);
 
     let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
@@ -257,12 +259,7 @@ async fn after_a_sigkill_mid_command_the_loaded_call_is_shown_failed() {
 fn a_load_written_as_the_input_closes_ends_cleanly_and_the_session_loads_again() {
     let sandbox = Sandbox::new();
     let script = history_script(&sandbox);
-    let mut first = AcpDriver::allowing(&sandbox, &script);
-    first.initialize(false);
-    let session = first.new_session(&sandbox.work());
-    first.prompt_to_end(&session, "hello");
-    first.prompt_to_end(&session, "run echo X");
-    first.finish();
+    let session = stored_session(&sandbox, &script, &["hello", "run echo X"]);
 
     let mut racing = AcpDriver::allowing(&sandbox, &script);
     racing.initialize(false);
@@ -278,12 +275,8 @@ fn a_load_written_as_the_input_closes_ends_cleanly_and_the_session_loads_again()
     again.initialize(false);
     let (response, updates) = load(&mut again, &session, &json!(sandbox.work()));
     assert_eq!(response["result"], json!({}), "{response}");
-    let kinds: Vec<&str> = updates
-        .iter()
-        .map(|u| u["sessionUpdate"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        kinds,
+        update_kinds(&updates),
         [
             "user_message_chunk",
             "agent_thought_chunk",

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_e2e::Sandbox;
-use dsh_e2e::acp::AcpDriver;
+use dsh_e2e::acp::{AcpDriver, update_kinds};
 use serde_json::{Value, json};
 
 fn bash(command: &str) -> Value {
@@ -97,12 +97,8 @@ fn text_and_reasoning_stream_in_script_order_and_the_prompt_is_not_echoed() {
     let session = acp.new_session(&sandbox.work());
     let (response, updates) = acp.prompt_to_end(&session, "hi");
     assert_eq!(response["result"], json!({"stopReason": "end_turn"}));
-    let kinds: Vec<&str> = updates
-        .iter()
-        .map(|u| u["sessionUpdate"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        kinds,
+        update_kinds(&updates),
         [
             "agent_thought_chunk",
             "agent_message_chunk",

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cargo::{Dependency, Metadata, relative};
+use crate::cargo::{Dependency, Metadata, Package, relative};
 use crate::diag::{Diagnostic, Rule};
 use crate::error::XtaskError;
 use crate::manifest::{Section, dependency_line};
@@ -71,28 +71,19 @@ pub fn check(metadata: &Metadata, repo: &Repo) -> Result<(Vec<Diagnostic>, usize
         .map(|m| (m.name.as_str(), roles.get(&m.name).copied()))
         .collect();
 
-    // Member directories, so a member's sources exclude another member nested inside it.
-    let member_dirs: Vec<String> = members
-        .iter()
-        .map(|m| relative(repo.root(), m.manifest_path.parent().unwrap_or(repo.root())))
-        .map(|dir| format!("{dir}/"))
-        .collect();
+    // Member directories (root-relative, ending in `/`, empty for a package at the root), so a
+    // member's sources exclude another member nested inside it.
+    let dir_of = |m: &Package| {
+        let dir = relative(repo.root(), m.manifest_path.parent().unwrap_or(repo.root()));
+        if dir.is_empty() {
+            dir
+        } else {
+            format!("{dir}/")
+        }
+    };
+    let member_dirs: Vec<String> = members.iter().map(|m| dir_of(m)).collect();
     for member in &members {
         let manifest_path = relative(repo.root(), &member.manifest_path);
-        let own_dir = format!(
-            "{}/",
-            relative(
-                repo.root(),
-                member.manifest_path.parent().unwrap_or(repo.root())
-            )
-        );
-        let nested: Vec<String> = member_dirs
-            .iter()
-            .filter(|d| d.len() > own_dir.len() && d.starts_with(&own_dir))
-            .cloned()
-            .collect();
-        let mentions = crate::unused::Mentions::of(member, repo, &nested)?;
-        let feature_only = crate::unused::feature_only(member);
         let Some(from) = roles.get(&member.name).copied() else {
             diagnostics.push(Diagnostic::new(
                 Rule::DepsUnclassified,
@@ -106,6 +97,14 @@ pub fn check(metadata: &Metadata, repo: &Repo) -> Result<(Vec<Diagnostic>, usize
             continue;
         };
         let text = repo.text_or_empty(&manifest_path)?;
+        let own_dir = dir_of(member);
+        let nested: Vec<String> = member_dirs
+            .iter()
+            .filter(|d| d.len() > own_dir.len() && d.starts_with(&own_dir))
+            .cloned()
+            .collect();
+        let mentions = crate::unused::Mentions::of(repo, &own_dir, &nested)?;
+        let feature_only = crate::unused::feature_only(member);
         for dep in &member.dependencies {
             let kind = EdgeKind::of(dep);
             // A dev edge to the package itself only turns on its own test features

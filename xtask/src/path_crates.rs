@@ -94,46 +94,41 @@ mod tests {
 
     fn write(root: &Path, rel: &str, text: &str) {
         let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap_or(root)).unwrap_or_default();
-        std::fs::write(path, text).unwrap_or_default();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
 
     #[test]
     fn edges_are_followed_through_shims_but_not_into_members_or_dev_edges() {
-        let tmp = std::env::temp_dir().join(format!("xtask-path-crates-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
         write(
-            &tmp,
+            root,
             "outer/Cargo.toml",
             "[package]\nname = \"outer\"\n\n[dependencies]\ninner = { path = \"../inner\" }\nmember = { path = \"../member\" }\n\n[dev-dependencies]\naxum = \"0.8\"\n",
         );
         write(
-            &tmp,
+            root,
             "inner/Cargo.toml",
             "[package]\nname = \"inner\"\n\n[target.'cfg(unix)'.dependencies]\nweb = { package = \"tonic\", version = \"0.12\" }\n\n[build-dependencies]\nouter = { path = \"../outer\" }\n",
         );
         write(
-            &tmp,
+            root,
             "member/Cargo.toml",
             "[package]\nname = \"member\"\n\n[dependencies]\nhidden = \"1\"\n",
         );
-        let reached = reach(&tmp.join("outer"), "outer", &|n| n == "member");
-        let reached = reached.unwrap();
-        let _ = std::fs::remove_dir_all(&tmp);
-        let shown: Vec<(String, String)> = reached
+        let reached = reach(&root.join("outer"), "outer", &|n| n == "member").unwrap();
+        let shown: Vec<(String, &str)> = reached
             .iter()
-            .map(|r| (r.through.join(" -> "), r.package.clone()))
+            .map(|r| (r.through.join(" -> "), r.package.as_str()))
             .collect();
         let want = [
             ("outer", "inner"),
             ("outer", "member"),
             ("outer -> inner", "outer"),
             ("outer -> inner", "tonic"),
-        ];
-        let want: Vec<(String, String)> = want
-            .iter()
-            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-            .collect();
+        ]
+        .map(|(a, b)| (a.to_owned(), b));
         assert_eq!(shown, want);
     }
 }

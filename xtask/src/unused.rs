@@ -8,12 +8,20 @@
 //! saying why, so the exception is reviewed like any other line.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::cargo::{Package, relative};
+use crate::cargo::Package;
 use crate::error::XtaskError;
 use crate::repo::{Repo, Text};
+use crate::rfc::re;
+
+/// `name::` — a path through a crate.
+static PATH_ROOT: LazyLock<Regex> = LazyLock::new(|| re(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*::"));
+/// `use name` and `extern crate name`.
+static USE_ROOT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\b(?:use|extern\s+crate)\s+(?:::)?([A-Za-z_][A-Za-z0-9_]*)"));
 
 /// The crate names the package's Rust files mention as paths, `use` roots or extern crates.
 pub struct Mentions {
@@ -21,33 +29,22 @@ pub struct Mentions {
 }
 
 impl Mentions {
-    /// Reads every Rust file of `package` that belongs to no nested package.
-    pub fn of(package: &Package, repo: &Repo, nested: &[String]) -> Result<Mentions, XtaskError> {
-        let dir = relative(
-            repo.root(),
-            package.manifest_path.parent().unwrap_or(repo.root()),
-        );
-        let prefix = if dir.is_empty() {
-            String::new()
-        } else {
-            format!("{dir}/")
-        };
+    /// Reads every Rust file under `dir` (a package's directory, ending in `/`) that lies in
+    /// none of the `nested` packages' directories.
+    pub fn of(repo: &Repo, dir: &str, nested: &[String]) -> Result<Mentions, XtaskError> {
         let files: Vec<String> = repo
             .scanned_files()
-            .filter(|p| p.ends_with(".rs") && p.starts_with(&prefix))
+            .filter(|p| p.ends_with(".rs") && p.starts_with(dir))
             .filter(|p| !nested.iter().any(|n| p.starts_with(n.as_str())))
             .map(str::to_owned)
             .collect();
-        let path_root = crate::rfc::re(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*::");
-        let use_root =
-            crate::rfc::re(r"\b(?:use|extern\s+crate)\s+(?:::)?([A-Za-z_][A-Za-z0-9_]*)");
         let mut names = BTreeSet::new();
         for path in files {
             let Text::Utf8(text) = repo.text(&path)? else {
                 continue;
             };
-            collect(&path_root, &text, &mut names);
-            collect(&use_root, &text, &mut names);
+            collect(&PATH_ROOT, &text, &mut names);
+            collect(&USE_ROOT, &text, &mut names);
         }
         Ok(Mentions { names })
     }

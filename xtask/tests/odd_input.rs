@@ -88,7 +88,8 @@ fn a_repository_without_an_rfc_tree_has_nothing_to_index() {
             .collect();
         std::fs::write(&path, kept).unwrap();
     }
-    let _ = run(root, &["-q", "i18n", "record", "--all"], None);
+    let recorded = run(root, &["-q", "i18n", "record", "--all"], None);
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
     let out = run(root, &["docs", "check", "--only", "rfc-index"], None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(diagnostics(&out.stderr).is_empty(), "{}", out.stderr);

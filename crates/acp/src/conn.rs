@@ -121,7 +121,7 @@ impl Conn {
                 });
                 if waits {
                     // The deferred frame carries the id; it is answered when served.
-                    let _ = reply.hand_over();
+                    reply.hand_over();
                 } else {
                     crate::handlers::prompt(self, reply, params, cancelled_ahead);
                 }

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::rpc::{RpcError, code, error_frame, result_frame};
+use crate::rpc::{RpcError, error_frame, result_frame};
 use crate::transport::FrameSender;
 
 /// One request's pending response.
@@ -42,9 +42,10 @@ impl Reply {
         }
     }
 
-    /// Gives the id to whoever answers later; this `Reply` then answers nothing.
-    pub(crate) fn hand_over(mut self) -> Value {
-        self.id.take().unwrap_or(Value::Null)
+    /// Leaves the answer to whoever holds the id now (a deferred frame, a prompt's
+    /// settlement); this `Reply` then answers nothing.
+    pub(crate) fn hand_over(mut self) {
+        self.id = None;
     }
 }
 
@@ -52,8 +53,8 @@ impl Drop for Reply {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
             tracing::error!(%id, "a request's handler ended without answering; answered as an internal error");
-            let error = RpcError::new(code::INTERNAL, "internal error: the request failed");
-            self.out.send_now(error_frame(&id, &error));
+            self.out
+                .send_now(error_frame(&id, &RpcError::internal_failure()));
         }
     }
 }
@@ -91,8 +92,7 @@ mod tests {
         let frames = lines_of(|out| {
             Reply::new(out.clone(), json!(1)).send(Ok(json!({})));
             drop(Reply::new(out.clone(), json!("two")));
-            let handed = Reply::new(out.clone(), json!(3)).hand_over();
-            assert_eq!(handed, json!(3));
+            Reply::new(out.clone(), json!(3)).hand_over();
             let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let _reply = Reply::new(out.clone(), json!(4));
                 panic!("a handler bug");

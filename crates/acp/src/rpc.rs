@@ -60,6 +60,12 @@ impl RpcError {
         RpcError::new(code::INVALID_PARAMS, message).with_data(json!({ "field": field }))
     }
 
+    /// `-32603` for a request whose handler failed inside dsh (it panicked): the client
+    /// learns only that, never the panic text.
+    pub fn internal_failure() -> RpcError {
+        RpcError::new(code::INTERNAL, "internal error: the request failed")
+    }
+
     /// `-32603` "dsh is shutting down".
     pub fn shutting_down() -> RpcError {
         RpcError::new(code::INTERNAL, "dsh is shutting down")

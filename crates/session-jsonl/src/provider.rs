@@ -135,15 +135,14 @@ impl JsonlPersistence {
         let path = list::find_one(&self.ctx.root, id)?
             .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
         let fs = self.ctx.fs.clone();
-        let id = id.clone();
+        let owned = id.clone();
         let known = known.snapshot();
         let op = match mode {
             Mode::Load => "load",
             Mode::Inspect => "inspect",
         };
-        let owned = id.clone();
-        on_pool(Some(&owned), op, move || {
-            load::read(&*fs, &id, &path, &known, mode)
+        on_pool(Some(id), op, move || {
+            load::read(&*fs, &owned, &path, &known, mode)
         })
         .await?
     }

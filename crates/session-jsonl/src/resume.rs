@@ -27,14 +27,14 @@ pub(crate) async fn resume_file(
     header: &SessionHeader,
     revision: &dsh_session::StoreRevision,
 ) -> Result<(std::fs::File, u64), PersistenceError> {
+    let shown = path.display().to_string();
+    let owned = id.clone();
     let (id, path, header, revision) = (
         id.clone(),
         path.to_path_buf(),
         header.clone(),
         revision.clone(),
     );
-    let owned = id.clone();
-    let shown = path.display().to_string();
     let opened = on_pool(
         Some(&owned),
         "resume",

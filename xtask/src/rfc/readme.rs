@@ -8,6 +8,7 @@
 
 use std::sync::LazyLock;
 
+use percent_encoding::percent_decode_str;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use regex::Regex;
 
@@ -93,7 +94,10 @@ fn row_shaped(line: &str) -> bool {
 /// lands in `docs/rfc/<lifecycle>/`.
 fn leads_to_rfc(dest: &str) -> bool {
     let dest = dest.split(['#', '?']).next().unwrap_or("");
-    let dest = percent_decoded(dest).to_ascii_lowercase();
+    // Decoded as a browser does before following the link.
+    let dest = percent_decode_str(dest)
+        .decode_utf8_lossy()
+        .to_ascii_lowercase();
     let path = match dest.split_once("://") {
         // A full URL: its path, wherever the repository is hosted.
         Some((_, rest)) => return in_lifecycle(rest, true),
@@ -119,43 +123,13 @@ fn in_lifecycle(path: &str, anywhere: bool) -> bool {
             other => segments.push(other),
         }
     }
-    let starts = if anywhere {
-        (0..segments.len()).collect::<Vec<_>>()
-    } else {
-        vec![0]
-    };
-    starts.into_iter().any(|i| {
+    let starts = if anywhere { segments.len() } else { 1 };
+    (0..starts).any(|i| {
         matches!(
             segments.get(i..i + 4),
             Some([docs, rfc, lifecycle, _]) if *docs == "docs" && *rfc == "rfc" && LIFECYCLES.contains(lifecycle)
         )
     })
-}
-
-/// `%xx` escapes decoded (as a browser would before following the link); malformed ones
-/// are kept as written.
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(high), Some(low)) => {
-                out.push(u8::try_from(high * 16 + low).unwrap_or(b'%'));
-                i += 3;
-            }
-            (byte, _, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -107,26 +107,22 @@ pub(crate) fn prompt(conn: &Arc<Conn>, reply: Reply, params: Value, cancelled_ah
     // No lock is held here: sending appends to the session, whose observers take locks.
     // The agent is foreign code: its panic is this prompt's failure, not a session left
     // busy forever.
-    let sent_to_agent =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.agent.send(message)));
-    let taken = match sent_to_agent {
-        Ok(Ok(ticket)) => Ok(ticket),
-        Ok(Err(e)) => Err(RpcError::new(
-            match e {
-                AgentError::InvalidMessage { .. } => code::INVALID_PARAMS,
-                _ => code::INTERNAL,
-            },
-            e.to_string(),
-        )),
-        Err(payload) => {
-            let panic = dsh_kernel::panic_message(payload.as_ref());
-            tracing::error!(session = %sent, %panic, "the agent panicked taking a prompt");
-            Err(RpcError::new(
-                code::INTERNAL,
-                "internal error: the request failed",
-            ))
-        }
-    };
+    let taken =
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.agent.send(message)))
+        {
+            Ok(sent) => sent.map_err(|e| {
+                let code = match e {
+                    AgentError::InvalidMessage { .. } => code::INVALID_PARAMS,
+                    _ => code::INTERNAL,
+                };
+                RpcError::new(code, e.to_string())
+            }),
+            Err(payload) => {
+                let panic = dsh_kernel::panic_message(payload.as_ref());
+                tracing::error!(session = %sent, %panic, "the agent panicked taking a prompt");
+                Err(RpcError::internal_failure())
+            }
+        };
     let ticket = match taken {
         Ok(ticket) => ticket,
         Err(error) => {
@@ -136,7 +132,7 @@ pub(crate) fn prompt(conn: &Arc<Conn>, reply: Reply, params: Value, cancelled_ah
         }
     };
     // From here the prompt's settlement answers it, on the session's ordered path.
-    let _ = reply.hand_over();
+    reply.hand_over();
     let waiter = record.clone();
     let settle = async move {
         let outcome = ticket.outcome().await;

@@ -40,7 +40,7 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome = contained("session/new", create(&conn, cwd)).await;
+        let outcome = setup_contained("session/new", create(&conn, cwd)).await;
         reply
             .answer(outcome.map(|session| json!({ "sessionId": session })))
             .await;
@@ -50,7 +50,7 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
 
 /// Awaits a setup so that a panic in it (in the agent factory, say) is its request's
 /// `-32603`, and a load's reservation is still released.
-async fn contained<T>(
+async fn setup_contained<T>(
     method: &str,
     setup: impl Future<Output = Result<T, RpcError>>,
 ) -> Result<T, RpcError> {
@@ -60,10 +60,7 @@ async fn contained<T>(
         .unwrap_or_else(|payload| {
             let panic = dsh_kernel::panic_message(payload.as_ref());
             tracing::error!(%method, %panic, "a session setup panicked");
-            Err(RpcError::new(
-                code::INTERNAL,
-                "internal error: the request failed",
-            ))
+            Err(RpcError::internal_failure())
         })
 }
 
@@ -157,7 +154,7 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome = contained("session/load", load(&conn, &parsed, &sent, &cwd)).await;
+        let outcome = setup_contained("session/load", load(&conn, &parsed, &sent, &cwd)).await;
         reply.answer(outcome.map(|()| json!({}))).await;
         release_backlog(&conn, &sent);
     };

@@ -50,9 +50,7 @@ impl Faulty {
     {
         let fault = *self.fault.lock();
         match fault {
-            Fault::Fail => {
-                return Err(AgentError::ShuttingDown);
-            }
+            Fault::Fail => return Err(AgentError::ShuttingDown),
             Fault::Panic => panic!("a factory bug"),
             Fault::Gate => {
                 let _ = self.entered.send(());
