@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::outgoing::OutgoingTable;
+use crate::outgoing::{Answer, OutgoingTable};
 use crate::record::{Grants, Item};
 use crate::rpc::notification_frame;
 use crate::transport::FrameSender;
@@ -55,7 +55,7 @@ impl ApprovalGate for SessionGate {
             self.allowed(&request);
             return ApprovalDecision::Allow;
         }
-        let (reply, mut asked) = oneshot::channel();
+        let (reply, asked) = oneshot::channel();
         let item = Item::Permission {
             turn: request.turn,
             step: request.step,
@@ -66,23 +66,22 @@ impl ApprovalGate for SessionGate {
         if self.queue.send(item).is_err() {
             return reject(FAILED_CLOSED);
         }
+        // However this wait ends — the turn's cancel here, or the loop dropping this future
+        // when it sees the cancel first — a question already on the wire is withdrawn.
+        let mut asking = Asking {
+            asked: Some(asked),
+            gate: self,
+        };
         let (id, answer) = tokio::select! {
             biased;
-            () = request.cancel.cancelled() => {
-                // The question may be on the wire already: withdraw it. If it is not, the
-                // closed channel tells the session's path not to ask, or to withdraw it.
-                asked.close();
-                if let Ok(Some((id, _))) = asked.try_recv() {
-                    withdraw(&self.outgoing, &self.out, id);
-                }
-                return ApprovalDecision::Cancelled;
-            }
-            asked = &mut asked => match asked {
-                Ok(Some(sent)) => sent,
+            () = request.cancel.cancelled() => return ApprovalDecision::Cancelled,
+            asked = asking.wait() => match asked {
+                Some(sent) => sent,
                 // No open prompt to attach the question to.
-                _ => return reject(FAILED_CLOSED),
+                None => return reject(FAILED_CLOSED),
             },
         };
+        drop(asking);
         // The loop may stop waiting for this future when the turn is cancelled; the guard
         // withdraws the question however the wait ends.
         let mut outstanding = Outstanding {
@@ -99,6 +98,36 @@ impl ApprovalGate for SessionGate {
         };
         drop(outstanding);
         decision
+    }
+}
+
+/// A question handed to the session's path and not yet known to be on the wire. Dropped before
+/// the path said so, it closes the channel (the path then does not ask, or withdraws what it
+/// asked); if the path's answer is already in the channel, the question is on the wire and is
+/// withdrawn here.
+struct Asking<'a> {
+    asked: Option<oneshot::Receiver<Option<(i64, Answer)>>>,
+    gate: &'a SessionGate,
+}
+
+impl Asking<'_> {
+    /// The question's id and answer once it is on the wire; `None` when the path did not ask.
+    async fn wait(&mut self) -> Option<(i64, Answer)> {
+        let asked = self.asked.as_mut()?;
+        let sent = asked.await.ok().flatten();
+        self.asked = None;
+        sent
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if let Some(mut asked) = self.asked.take() {
+            asked.close();
+            if let Ok(Some((id, _))) = asked.try_recv() {
+                withdraw(&self.gate.outgoing, &self.gate.out, id);
+            }
+        }
     }
 }
 

@@ -13,11 +13,11 @@ use agent_client_protocol_schema::v1::{
     PermissionOption, PermissionOptionKind, SessionNotification, SessionUpdate, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
+use dsh_agent::record::Record as LogRecord;
 use dsh_agent::{Agent, AgentHandle, MessageId, TurnOutcome};
 use dsh_session::{EventType, SessionEvent, SessionId};
 use dsh_tools::ToolRegistry;
 use parking_lot::Mutex;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -107,21 +107,6 @@ pub(crate) struct PathParts {
     pub mode: PermissionMode,
 }
 
-#[derive(Deserialize)]
-struct TurnOf {
-    turn: Option<u32>,
-}
-
-#[derive(Deserialize)]
-struct UserOf {
-    message: MessageOf,
-}
-
-#[derive(Deserialize)]
-struct MessageOf {
-    id: String,
-}
-
 /// Runs the ordered path of `record` until its queue closes.
 pub(crate) async fn ordered_path(
     record: Arc<Record>,
@@ -132,13 +117,20 @@ pub(crate) async fn ordered_path(
     while let Some(item) = items.recv().await {
         match item {
             Item::Event(event) => {
-                if !bound(&record, &event) {
+                let decoded = match LogRecord::decode(&event) {
+                    Ok(decoded) => decoded,
+                    Err(err) => {
+                        tracing::warn!(session = %record.id, "not rendered: {err}");
+                        continue;
+                    }
+                };
+                if !bound(&record, &decoded) {
                     continue;
                 }
                 let updates = {
                     let asks = |tool: &str, args: &Value| asks(&parts, &record, tool, args);
                     let cx = context(&record, &parts, RenderMode::Live, &asks);
-                    live.render(&event, &cx)
+                    live.render_record(decoded, &cx)
                 };
                 send_updates(&parts.out, &record.id, updates).await;
             }
@@ -240,18 +232,17 @@ pub(crate) async fn ordered_path(
 
 /// Whether an event belongs to the open prompt's turn; binds the prompt to its turn when
 /// its `user/message` goes by.
-fn bound(record: &Record, event: &SessionEvent) -> bool {
+fn bound(record: &Record, event: &LogRecord) -> bool {
     let mut inflight = record.inflight.lock();
     let Some(open) = inflight.as_mut() else {
         return false;
     };
-    let Ok(TurnOf { turn: Some(turn) }) = serde_json::from_str::<TurnOf>(event.data.get()) else {
+    let Some(turn) = event.turn() else {
         return false;
     };
     if open.turn.is_none()
-        && event.kind.as_str() == EventType::USER_MESSAGE
-        && serde_json::from_str::<UserOf>(event.data.get())
-            .is_ok_and(|u| u.message.id == open.message_id.as_str())
+        && let LogRecord::UserMessage(user) = event
+        && user.message.id == open.message_id
     {
         open.turn = Some(turn);
     }

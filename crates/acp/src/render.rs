@@ -7,7 +7,6 @@
 //! `failed` — at its result, at its turn's end, or when the replay or prompt closes.
 
 mod parts;
-mod payload;
 #[cfg(test)]
 mod props;
 #[cfg(test)]
@@ -20,7 +19,9 @@ use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallId,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use dsh_session::{EventType, SessionEvent, ToolCallRecord, ToolResultRecord};
+use dsh_agent::MessageSource;
+use dsh_agent::record::{Chunk, Record, ToolCallRecord, ToolResultRecord};
+use dsh_session::SessionEvent;
 use dsh_tools::{ToolCallView, ToolRegistry, ToolResultView};
 use serde_json::{Value, json};
 
@@ -28,7 +29,6 @@ use parts::{
     absolute, cap, console, exit_meta, message, meta_of, parse_arguments, present_call,
     present_result, thought, tool_kind,
 };
-use payload::{ChunkPayload, MessagePayload, Position, TurnPayload, UserPayload};
 
 /// Tool output placed in one update is cut here, far below the 32 MiB a client accepts per
 /// line, so a frame can never be dropped by the client for its size.
@@ -108,72 +108,65 @@ impl Renderer {
         event: &SessionEvent,
         cx: &RenderContext<'_>,
     ) -> Vec<SessionUpdate> {
-        let data = event.data.get();
+        match Record::decode(event) {
+            Ok(record) => self.render_record(record, cx),
+            Err(err) => {
+                tracing::warn!("not rendered: {err}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The updates for one event already decoded.
+    pub(crate) fn render_record(
+        &mut self,
+        record: Record,
+        cx: &RenderContext<'_>,
+    ) -> Vec<SessionUpdate> {
         let mut out = Vec::new();
-        match event.kind.as_str() {
-            EventType::USER_MESSAGE => {
-                if let Ok(user) = serde_json::from_str::<UserPayload>(data)
-                    && cx.mode == RenderMode::Replay
-                    && user.message.source.kind == "user"
-                {
+        match record {
+            Record::UserMessage(user) => {
+                if cx.mode == RenderMode::Replay && user.message.source == MessageSource::User {
                     let update = SessionUpdate::UserMessageChunk(ContentChunk::new(
                         ContentBlock::from(user.message.text),
                     ));
                     self.held.push(((user.turn, user.step), update));
                 }
             }
-            EventType::ASSISTANT_CHUNK => {
-                if let Ok(chunk) = serde_json::from_str::<ChunkPayload>(data) {
-                    self.release((chunk.turn, chunk.step), &mut out);
-                    self.streamed.insert((chunk.turn, chunk.step));
-                    if let Some(text) = chunk.chunk.reasoning_delta.filter(|t| !t.is_empty()) {
-                        out.push(thought(text));
-                    }
-                    if let Some(text) = chunk.chunk.text_delta.filter(|t| !t.is_empty()) {
-                        out.push(message(text));
-                    }
+            Record::AssistantChunk(chunk) => {
+                self.release((chunk.turn, chunk.step), &mut out);
+                self.streamed.insert((chunk.turn, chunk.step));
+                match chunk.chunk {
+                    Chunk::ReasoningDelta(text) if !text.is_empty() => out.push(thought(text)),
+                    Chunk::TextDelta(text) if !text.is_empty() => out.push(message(text)),
+                    Chunk::ReasoningDelta(_) | Chunk::TextDelta(_) => {}
                 }
             }
-            EventType::ASSISTANT_MESSAGE => {
-                if let Ok(answer) = serde_json::from_str::<MessagePayload>(data) {
-                    let step = (answer.turn, answer.step);
-                    self.release(step, &mut out);
-                    if !self.streamed.remove(&step) {
-                        if let Some(reasoning) = answer.message.reasoning.filter(|r| !r.is_empty())
-                        {
-                            out.push(thought(reasoning));
-                        }
-                        if !answer.message.content.is_empty() {
-                            out.push(message(answer.message.content));
-                        }
+            Record::AssistantMessage(answer) => {
+                let step = (answer.turn, answer.step);
+                self.release(step, &mut out);
+                if !self.streamed.remove(&step) {
+                    if let Some(reasoning) = answer.message.reasoning.filter(|r| !r.is_empty()) {
+                        out.push(thought(reasoning));
+                    }
+                    if !answer.message.content.is_empty() {
+                        out.push(message(answer.message.content));
                     }
                 }
             }
-            EventType::TOOL_CALL => {
-                if let Ok(call) = serde_json::from_str::<ToolCallRecord>(data) {
-                    self.release((call.turn, call.step), &mut out);
-                    out.push(self.announce(call, cx));
-                }
+            Record::ToolCall(call) => {
+                self.release((call.turn, call.step), &mut out);
+                out.push(self.announce(call, cx));
             }
-            EventType::TOOL_RESULT => {
-                if let Ok(result) = serde_json::from_str::<ToolResultRecord>(data) {
-                    self.result(result, cx, &mut out);
-                }
+            Record::ToolResult(result) => self.result(result, cx, &mut out),
+            Record::StepEnd(at) => {
+                // A prompt the model never answered is not shown: the model will not see it
+                // either.
+                self.held.retain(|(step, _)| *step != (at.turn, at.step));
+                self.streamed.remove(&(at.turn, at.step));
             }
-            EventType::STEP_END => {
-                if let Ok(at) = serde_json::from_str::<Position>(data) {
-                    // A prompt the model never answered is not shown: the model will not
-                    // see it either.
-                    self.held.retain(|(step, _)| *step != (at.turn, at.step));
-                    self.streamed.remove(&(at.turn, at.step));
-                }
-            }
-            EventType::TURN_END => {
-                if let Ok(end) = serde_json::from_str::<TurnPayload>(data) {
-                    out.extend(self.close_turn(Some(end.turn)));
-                }
-            }
-            _ => {}
+            Record::TurnEnd(end) => out.extend(self.close_turn(Some(end.turn))),
+            Record::TurnStart(_) | Record::StepStart(_) | Record::Other => {}
         }
         out
     }

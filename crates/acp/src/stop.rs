@@ -27,7 +27,7 @@ pub(crate) fn stop_reason(
             TurnEndReason::Error { failure } => Err(turn_failed(failure)),
             // A kind a newer dsh wrote: saying "end_turn" would claim a success dsh cannot
             // vouch for.
-            _ => Err(RpcError::new(
+            TurnEndReason::Unknown => Err(RpcError::new(
                 code::INTERNAL,
                 "turn failed: the turn ended with an unsupported reason",
             )),

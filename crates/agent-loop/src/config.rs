@@ -4,7 +4,7 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dsh_agent::{AgentError, AgentOptions};
+use dsh_agent::{AgentError, AgentOptions, AgentOverrides};
 use dsh_session::SessionId;
 
 /// An agent started when the plugin applies, owned by the plugin alone.
@@ -16,7 +16,7 @@ pub struct ConfiguredAgent {
     /// The working directory of a created session; `None` is the process's.
     pub cwd: Option<PathBuf>,
     /// Overrides of [`LoopConfig::defaults`], field by field.
-    pub options: Option<AgentOptions>,
+    pub options: AgentOverrides,
 }
 
 /// How the loop runs agents.
@@ -75,9 +75,7 @@ impl LoopConfig {
                     format!("\"{id}\" is configured twice"),
                 ));
             }
-            if let Some(options) = &agent.options {
-                options.validate()?;
-            }
+            agent.options.validate()?;
         }
         Ok(())
     }

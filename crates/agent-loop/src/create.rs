@@ -9,20 +9,23 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use async_trait::async_trait;
 use dsh_agent::{
-    Agent, AgentError, AgentEvent, AgentHandle, AgentOptions, CancelCause, CreateAgent, ResumeAgent,
+    Agent, AgentError, AgentEvent, AgentFactory, AgentHandle, AgentOptions, CancelCause,
+    CreateAgent, ResumeAgent,
 };
 use dsh_kernel::{CancellationToken, Scope, Teardown};
 use dsh_session::{
-    EventType, PersistenceError, Session, SessionError, SessionId, SessionPersistence, SessionSpec,
+    PersistenceError, Session, SessionError, SessionId, SessionPersistence, SessionSpec,
 };
 use dsh_tools::ApprovalGate;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 
 use crate::agent::{AgentParts, LoopAgent};
-use crate::registry::{LoopRegistry, publish, unregister};
+use crate::registry::{IdClaim, LoopRegistry, publish, unregister};
 use crate::shared::Loop;
+use crate::stored;
 
 /// Where a creation stands, shared by its transaction and its teardown.
 struct Creation {
@@ -49,12 +52,9 @@ enum Origin {
     Resume(SessionId),
 }
 
-pub(crate) async fn create(
-    registry: &LoopRegistry,
-    request: CreateAgent,
-) -> Result<AgentHandle, AgentError> {
+async fn create(registry: &LoopRegistry, request: CreateAgent) -> Result<AgentHandle, AgentError> {
     let shared = &registry.shared;
-    let options = merge(request.options, &shared.config.defaults);
+    let options = request.options.apply_to(&shared.config.defaults);
     options.validate()?;
     let cwd = checked_cwd(request.cwd)?;
     let plan = Plan {
@@ -63,7 +63,7 @@ pub(crate) async fn create(
         approval: request.approval,
     };
     let claim = match &request.session_id {
-        Some(id) => Some(registry.claim_id(id).await?),
+        Some(id) => Some(IdClaim::take(shared, id).await?),
         None => None,
     };
     let origin = Origin::New {
@@ -73,14 +73,11 @@ pub(crate) async fn create(
     run(shared, plan, origin, claim).await
 }
 
-pub(crate) async fn resume(
-    registry: &LoopRegistry,
-    request: ResumeAgent,
-) -> Result<AgentHandle, AgentError> {
+async fn resume(registry: &LoopRegistry, request: ResumeAgent) -> Result<AgentHandle, AgentError> {
     let shared = &registry.shared;
-    let options = merge(request.options, &shared.config.defaults);
+    let options = request.options.apply_to(&shared.config.defaults);
     options.validate()?;
-    let claim = registry.claim_id(&request.session_id).await?;
+    let claim = IdClaim::take(shared, &request.session_id).await?;
     let plan = Plan {
         owner: request.owner,
         options,
@@ -95,33 +92,23 @@ pub(crate) async fn resume(
     .await
 }
 
-/// Links the creation to its owners, then runs the transaction on its own task.
+/// Links the creation to its owners, then runs the transaction on its own task. `claim`, the
+/// hold on a chosen id, is given back by being dropped on every path that does not publish —
+/// after the creation's teardown, so a creation waiting for the id never races it.
 async fn run(
     shared: &Arc<Loop>,
     plan: Plan,
     origin: Origin,
-    claim: Option<Arc<watch::Sender<bool>>>,
+    claim: Option<IdClaim>,
 ) -> Result<AgentHandle, AgentError> {
-    let claimed_id = match &origin {
-        Origin::New { id, .. } => id.clone(),
-        Origin::Resume(id) => Some(id.clone()),
-    };
-    // Whatever does not publish gives its claim on the id back.
-    let give_back = |shared: &Loop| {
-        if let (Some(id), Some(claim)) = (&claimed_id, &claim) {
-            crate::registry::release(shared, id, claim);
-        }
-    };
     if !plan.owner.is_active() || !shared.plugin.is_active() {
-        give_back(shared);
         return Err(AgentError::ShuttingDown);
     }
-    let name = match &origin {
-        Origin::New { id: Some(id), .. } | Origin::Resume(id) => format!("agent:{id}"),
-        Origin::New { id: None, .. } => "agent".to_owned(),
+    let name = match claim.as_ref().map(IdClaim::id) {
+        Some(id) => format!("agent:{id}"),
+        None => "agent".to_owned(),
     };
     let Ok(scope) = shared.plugin.detached(&name) else {
-        give_back(shared);
         return Err(AgentError::ShuttingDown);
     };
     let creation = Arc::new(Creation {
@@ -143,14 +130,12 @@ async fn run(
         Ok(teardown) => teardown,
         Err(_) => {
             scope.dispose().await;
-            give_back(shared);
             return Err(AgentError::ShuttingDown);
         }
     };
     if shared.plugin.own(&teardown).is_err() || plan.owner.own(&teardown).is_err() {
         creation.finished.send_replace(true);
         teardown.run().await;
-        give_back(shared);
         return Err(AgentError::ShuttingDown);
     }
     let (tx, rx) = oneshot::channel();
@@ -158,14 +143,9 @@ async fn run(
         let shared = shared.clone();
         let teardown = teardown.clone();
         async move {
+            let mut claim = claim;
             let outcome = transact(
-                &shared,
-                &creation,
-                &scope,
-                plan,
-                origin,
-                &teardown,
-                claim.as_ref(),
+                &shared, &creation, &scope, plan, origin, &teardown, &mut claim,
             )
             .await;
             creation.finished.send_replace(true);
@@ -177,9 +157,7 @@ async fn run(
                 }),
                 Err(err) => {
                     teardown.run().await;
-                    if let (Some(id), Some(claim)) = (&claimed_id, &claim) {
-                        crate::registry::release(&shared, id, claim);
-                    }
+                    drop(claim);
                     Err(err)
                 }
             };
@@ -235,10 +213,15 @@ async fn transact(
     plan: Plan,
     origin: Origin,
     teardown: &Teardown,
-    claim: Option<&Arc<watch::Sender<bool>>>,
+    claim: &mut Option<IdClaim>,
 ) -> Result<Arc<LoopAgent>, AgentError> {
     let store = shared.store.clone();
     let persistence = shared.plugin.get::<dyn SessionPersistence>();
+    // The id a refused stored log is reported under: the one asked for, never a fresh one.
+    let asked_id = match &origin {
+        Origin::New { id, .. } => id.clone(),
+        Origin::Resume(id) => Some(id.clone()),
+    };
     let (spec, next_turn) = match origin {
         Origin::New { id, cwd } => {
             let mut spec = SessionSpec::new(cwd);
@@ -264,10 +247,10 @@ async fn transact(
                 Err(PersistenceError::NotFound { .. }) => return Err(AgentError::NotFound { id }),
                 Err(err) => return Err(err.into()),
             };
-            if let Some(reason) = open_turn(&loaded.events) {
+            if let Some(reason) = stored::open_turn(&loaded.events) {
                 return Err(AgentError::InvalidLog { id, reason });
             }
-            let next = last_turn(&loaded.events).saturating_add(1);
+            let next = stored::last_turn(&loaded.events).saturating_add(1);
             (SessionSpec::restore(loaded), next)
         }
     };
@@ -277,10 +260,10 @@ async fn transact(
     let session = match store.prepare(spec) {
         Ok(session) => session,
         Err(SessionError::AlreadyExists { id }) => return Err(AgentError::AlreadyLive { id }),
-        Err(SessionError::InvalidSeed { .. }) => {
+        Err(SessionError::InvalidSeed { index, reason }) => {
             return Err(AgentError::InvalidLog {
-                id: SessionId::mint(),
-                reason: "the log ends inside a turn".into(),
+                id: asked_id.unwrap_or_else(SessionId::mint),
+                reason: format!("event {index}: {reason}"),
             });
         }
         Err(err) => return Err(err.into()),
@@ -335,7 +318,7 @@ async fn transact(
         shared: shared.clone(),
         next_turn,
     });
-    let Some(settled) = publish(shared, &agent, teardown, claim) else {
+    let Some(settled) = publish(shared, &agent, teardown, claim.take()) else {
         detach(shared, &session).await;
         return Err(AgentError::AlreadyLive { id });
     };
@@ -385,22 +368,6 @@ fn announce_error(id: &SessionId, err: SessionError) -> AgentError {
     }
 }
 
-/// Given options override the defaults field by field.
-fn merge(given: Option<AgentOptions>, defaults: &AgentOptions) -> AgentOptions {
-    match given {
-        None => defaults.clone(),
-        Some(given) => {
-            let mut merged = defaults.clone();
-            merged.system_prompt = given.system_prompt.or(merged.system_prompt);
-            merged.max_output_tokens = given.max_output_tokens.or(merged.max_output_tokens);
-            merged.temperature = given.temperature.or(merged.temperature);
-            merged.reasoning = given.reasoning.or(merged.reasoning);
-            merged.max_steps = given.max_steps;
-            merged
-        }
-    }
-}
-
 fn checked_cwd(cwd: Option<PathBuf>) -> Result<String, AgentError> {
     let cwd = match cwd {
         Some(cwd) => cwd,
@@ -423,38 +390,13 @@ fn checked_cwd(cwd: Option<PathBuf>) -> Result<String, AgentError> {
         })
 }
 
-#[derive(serde::Deserialize)]
-struct TurnOnly {
-    turn: u32,
-}
-
-/// Why a loaded log cannot be continued: a turn or step it leaves open.
-fn open_turn(events: &[Arc<dsh_session::SessionEvent>]) -> Option<String> {
-    let (mut turn, mut step) = (false, false);
-    for event in events {
-        match event.kind.as_str() {
-            EventType::TURN_START => turn = true,
-            EventType::TURN_END => {
-                turn = false;
-                step = false;
-            }
-            EventType::STEP_START => step = true,
-            EventType::STEP_END => step = false,
-            _ => {}
-        }
+#[async_trait]
+impl AgentFactory for LoopRegistry {
+    async fn create(&self, request: CreateAgent) -> Result<AgentHandle, AgentError> {
+        create(self, request).await
     }
-    match (turn, step) {
-        (_, true) => Some("the log ends inside a step".into()),
-        (true, false) => Some("the log ends inside a turn".into()),
-        _ => None,
-    }
-}
 
-fn last_turn(events: &[Arc<dsh_session::SessionEvent>]) -> u32 {
-    events
-        .iter()
-        .rev()
-        .filter(|e| e.kind.as_str() == EventType::TURN_START)
-        .find_map(|e| serde_json::from_str::<TurnOnly>(e.data.get()).ok())
-        .map_or(0, |t| t.turn)
+    async fn resume(&self, request: ResumeAgent) -> Result<AgentHandle, AgentError> {
+        resume(self, request).await
+    }
 }

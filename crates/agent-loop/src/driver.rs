@@ -7,10 +7,11 @@
 use std::sync::Arc;
 
 use dsh_agent::{AgentEvent, AgentStatus, TurnOutcome};
+use dsh_session::{Failure, failure_code};
 use futures::FutureExt;
 
 use crate::agent::LoopAgent;
-use crate::turn::{TurnRecord, failure, run_turn};
+use crate::turn::{TurnRecord, run_turn};
 
 pub(crate) async fn drive(agent: Arc<LoopAgent>) {
     loop {
@@ -58,7 +59,7 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
         } else {
             let failure = match &record.reason {
                 dsh_agent::TurnEndReason::Error { failure } => failure.clone(),
-                _ => failure("session", "the turn could not be recorded"),
+                _ => Failure::new(failure_code::SESSION, "the turn could not be recorded"),
             };
             TurnOutcome::Failed { failure }
         };
@@ -97,7 +98,10 @@ fn set_idle(agent: &LoopAgent, state: &mut crate::agent::State) {
 
 /// After a panic inside a turn, closes what the log left open so it stays well-formed.
 fn close_after_panic(agent: &LoopAgent, number: u32, message: &str) -> TurnRecord {
-    let failure = failure("internal", format!("the agent loop failed: {message}"));
+    let failure = Failure::new(
+        failure_code::INTERNAL,
+        format!("the agent loop failed: {message}"),
+    );
     let reason = dsh_agent::TurnEndReason::Error { failure };
     let repaired = crate::repair::close_open_turn(agent, number, &reason);
     TurnRecord {

@@ -72,3 +72,64 @@ impl Inbox {
         all
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dsh_agent::{TurnTicket, UserMessage};
+
+    use super::*;
+
+    fn pending(text: &str) -> Pending {
+        let message = UserMessage::user(text);
+        let (ticket, _) = TurnTicket::channel(message.id.clone());
+        Pending { message, ticket }
+    }
+
+    fn texts(claim: &[Pending]) -> Vec<&str> {
+        claim.iter().map(|p| p.message.text.as_str()).collect()
+    }
+
+    #[test]
+    fn a_turn_claims_the_boundary_list_then_the_oldest_follow_up() {
+        let mut inbox = Inbox::default();
+        inbox.push(Kind::FollowUp, pending("f1"));
+        inbox.push(Kind::Inject, pending("i1"));
+        inbox.push(Kind::FollowUp, pending("f2"));
+        inbox.push(Kind::Steer, pending("s1"));
+        assert_eq!(texts(&inbox.claim_first()), ["i1", "s1", "f1"]);
+        assert_eq!(texts(&inbox.claim_boundary()), Vec::<&str>::new());
+        assert_eq!(texts(&inbox.claim_first()), ["f2"]);
+        assert!(!inbox.has_waking());
+    }
+
+    #[test]
+    fn only_follow_ups_and_steering_wake_an_agent() {
+        let mut inbox = Inbox::default();
+        inbox.push(Kind::Inject, pending("notice"));
+        assert!(
+            !inbox.has_waking(),
+            "an injected message rides with the next turn"
+        );
+        inbox.push(Kind::Steer, pending("steer"));
+        assert!(inbox.has_waking() && inbox.has_steering());
+        assert_eq!(texts(&inbox.claim_boundary()), ["notice", "steer"]);
+        inbox.push(Kind::FollowUp, pending("next"));
+        assert!(inbox.has_waking() && !inbox.has_steering());
+    }
+
+    #[test]
+    fn a_message_is_held_once_and_a_cancel_takes_everything() {
+        let mut inbox = Inbox::default();
+        let first = pending("a");
+        let same = UserMessage {
+            text: "a again".into(),
+            ..first.message.clone()
+        };
+        inbox.push(Kind::FollowUp, first);
+        inbox.push(Kind::Steer, pending("b"));
+        assert!(inbox.holds(&same), "held by id, whatever the text");
+        assert!(!inbox.holds(&UserMessage::user("c")));
+        assert_eq!(texts(&inbox.take_all()), ["b", "a"]);
+        assert!(!inbox.has_waking() && inbox.claim_first().is_empty());
+    }
+}

@@ -35,8 +35,11 @@ mod registry;
 mod repair;
 mod shared;
 mod step;
+mod stored;
 mod tools;
 mod turn;
+mod verbs;
+mod writer;
 
 use std::sync::Arc;
 
@@ -78,7 +81,7 @@ impl Plugin for AgentLoopPlugin {
             plugin: scope.clone(),
             store,
             runtime,
-            table: parking_lot::Mutex::new(registry::Table::default()),
+            table: parking_lot::Mutex::new(shared::Table::default()),
         });
         let registry = Arc::new(LoopRegistry {
             shared: shared.clone(),

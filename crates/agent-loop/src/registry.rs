@@ -1,70 +1,66 @@
 //! The registry: publication, lookup, and the arbitration of ids between live, retiring and
 //! new agents.
+//!
+//! A creation of a chosen id first takes an [`IdClaim`]: while it is held, every other
+//! creation of the id waits. The claim is given back by dropping it — on every path that does
+//! not publish, whatever the path — and consumed by [`IdClaim::publish`], so no path can
+//! forget either.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use dsh_agent::{
-    Agent, AgentError, AgentFactory, AgentHandle, AgentRegistry, CreateAgent, ResumeAgent,
-};
+use dsh_agent::{Agent, AgentError, AgentRegistry};
 use dsh_kernel::Teardown;
 use dsh_session::SessionId;
 use tokio::sync::watch;
 
 use crate::agent::LoopAgent;
-use crate::create::{create, resume};
-use crate::shared::Loop;
-
-/// What the loop holds for one id.
-pub(crate) enum Entry {
-    /// Published: `get` returns it until its teardown unregisters it.
-    Live {
-        order: u64,
-        agent: Arc<LoopAgent>,
-        teardown: Teardown,
-        /// False until the creating call has its handle, or its result was abandoned and
-        /// torn down: a second creation of the id waits for that instead of racing it.
-        settled: Arc<watch::Sender<bool>>,
-    },
-    /// Unregistered, its teardown still running: the id reopens when it completes.
-    Retiring(Teardown),
-    /// A creation or resume of the id is under way; others wait for it to settle.
-    Creating(Arc<watch::Sender<bool>>),
-}
-
-#[derive(Default)]
-pub(crate) struct Table {
-    pub(crate) entries: HashMap<SessionId, Entry>,
-    pub(crate) next_order: u64,
-}
+use crate::shared::{Entry, Loop};
 
 /// The loop's `dyn AgentRegistry`.
 pub(crate) struct LoopRegistry {
     pub(crate) shared: Arc<Loop>,
 }
 
-impl LoopRegistry {
+/// One creation's exclusive hold on an id. Dropped, it reopens the id and wakes whoever waits
+/// for it; published, it becomes the live entry.
+pub(crate) struct IdClaim {
+    shared: Arc<Loop>,
+    id: SessionId,
+    /// The entry's settled flag: others wait for it.
+    settled: Arc<watch::Sender<bool>>,
+    /// Became the live entry: nothing to give back.
+    published: bool,
+}
+
+impl std::fmt::Debug for IdClaim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdClaim").field("id", &self.id).finish()
+    }
+}
+
+impl IdClaim {
     /// Claims `id` for one creation: waits while it is retiring or another creation of it is
-    /// under way; refuses it at once while it is live. The claim is the entry's settled flag.
-    pub(crate) async fn claim_id(
-        &self,
-        id: &SessionId,
-    ) -> Result<Arc<watch::Sender<bool>>, AgentError> {
+    /// under way; refuses it at once while it is live.
+    pub(crate) async fn take(shared: &Arc<Loop>, id: &SessionId) -> Result<IdClaim, AgentError> {
         enum Wait {
             Settled(watch::Receiver<bool>),
             Teardown(Teardown),
         }
         loop {
             let wait = {
-                let mut table = self.shared.table.lock();
+                let mut table = shared.table.lock();
                 match table.entries.get(id) {
                     None => {
-                        let claim = Arc::new(watch::Sender::new(false));
+                        let settled = Arc::new(watch::Sender::new(false));
                         table
                             .entries
-                            .insert(id.clone(), Entry::Creating(claim.clone()));
-                        return Ok(claim);
+                            .insert(id.clone(), Entry::Creating(settled.clone()));
+                        return Ok(IdClaim {
+                            shared: shared.clone(),
+                            id: id.clone(),
+                            settled,
+                            published: false,
+                        });
                     }
                     Some(Entry::Creating(settled)) => Wait::Settled(settled.subscribe()),
                     Some(Entry::Live {
@@ -86,7 +82,7 @@ impl LoopRegistry {
                 }
                 Wait::Teardown(retiring) => {
                     retiring.run().await;
-                    let mut table = self.shared.table.lock();
+                    let mut table = shared.table.lock();
                     if let Some(Entry::Retiring(t)) = table.entries.get(id)
                         && t.same_as(&retiring)
                     {
@@ -96,28 +92,82 @@ impl LoopRegistry {
             }
         }
     }
+
+    /// The claimed id.
+    pub(crate) fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// Publishes `agent` in place of this claim; returns the entry's settled flag. `Err`
+    /// gives the claim back to the caller when the entry is no longer this claim's (which a
+    /// correct loop never sees): dropping it then changes nothing of the other entry.
+    fn publish(
+        mut self,
+        agent: &Arc<LoopAgent>,
+        teardown: &Teardown,
+    ) -> Result<Arc<watch::Sender<bool>>, IdClaim> {
+        let mut table = self.shared.table.lock();
+        let ours = matches!(
+            table.entries.get(&self.id),
+            Some(Entry::Creating(held)) if Arc::ptr_eq(held, &self.settled)
+        );
+        if !ours || agent.id != self.id {
+            drop(table);
+            return Err(self);
+        }
+        insert_live(&mut table, agent, teardown, self.settled.clone());
+        drop(table);
+        // The entry is the agent's now: the claim must not remove it, and its settled flag
+        // is the caller's to set once the handle is delivered.
+        self.published = true;
+        Ok(self.settled.clone())
+    }
 }
 
-/// Publishes `agent` under its id, replacing this creation's claim (or, for a minted id,
-/// with a fresh one); `None` when the id is taken by someone else.
+impl Drop for IdClaim {
+    fn drop(&mut self) {
+        if self.published {
+            return;
+        }
+        let mut table = self.shared.table.lock();
+        if let Some(Entry::Creating(held)) = table.entries.get(&self.id)
+            && Arc::ptr_eq(held, &self.settled)
+        {
+            table.entries.remove(&self.id);
+        }
+        drop(table);
+        self.settled.send_replace(true);
+    }
+}
+
+/// Publishes `agent` under its id — through `claim` when the id was chosen, else under a
+/// minted id nobody else can hold; `None` when the id is taken by someone else.
 pub(crate) fn publish(
     shared: &Loop,
     agent: &Arc<LoopAgent>,
     teardown: &Teardown,
-    claim: Option<&Arc<watch::Sender<bool>>>,
+    claim: Option<IdClaim>,
 ) -> Option<Arc<watch::Sender<bool>>> {
-    let mut table = shared.table.lock();
-    let ours = match (table.entries.get(&agent.id), claim) {
-        (None, None) => true,
-        (Some(Entry::Creating(held)), Some(claim)) => Arc::ptr_eq(held, claim),
-        _ => false,
-    };
-    if !ours {
-        return None;
+    match claim {
+        Some(claim) => claim.publish(agent, teardown).ok(),
+        None => {
+            let mut table = shared.table.lock();
+            if table.entries.contains_key(&agent.id) {
+                return None;
+            }
+            let settled = Arc::new(watch::Sender::new(false));
+            insert_live(&mut table, agent, teardown, settled.clone());
+            Some(settled)
+        }
     }
-    let settled = claim
-        .cloned()
-        .unwrap_or_else(|| Arc::new(watch::Sender::new(false)));
+}
+
+fn insert_live(
+    table: &mut crate::shared::Table,
+    agent: &Arc<LoopAgent>,
+    teardown: &Teardown,
+    settled: Arc<watch::Sender<bool>>,
+) {
     table.next_order += 1;
     let order = table.next_order;
     table.entries.insert(
@@ -126,22 +176,9 @@ pub(crate) fn publish(
             order,
             agent: agent.clone(),
             teardown: teardown.clone(),
-            settled: settled.clone(),
+            settled,
         },
     );
-    Some(settled)
-}
-
-/// Gives up a claim that did not publish, and wakes whoever waits for the id.
-pub(crate) fn release(shared: &Loop, id: &SessionId, claim: &Arc<watch::Sender<bool>>) {
-    let mut table = shared.table.lock();
-    if let Some(Entry::Creating(held)) = table.entries.get(id)
-        && Arc::ptr_eq(held, claim)
-    {
-        table.entries.remove(id);
-    }
-    drop(table);
-    claim.send_replace(true);
 }
 
 /// Unregisters a published agent (teardown step 4); its id stays retiring until the
@@ -179,28 +216,17 @@ pub(crate) fn unregister(shared: &Arc<Loop>, id: &SessionId) {
     }
 }
 
-#[async_trait]
-impl AgentFactory for LoopRegistry {
-    async fn create(&self, request: CreateAgent) -> Result<AgentHandle, AgentError> {
-        create(self, request).await
-    }
-
-    async fn resume(&self, request: ResumeAgent) -> Result<AgentHandle, AgentError> {
-        resume(self, request).await
-    }
-}
-
 impl AgentRegistry for LoopRegistry {
     fn get(&self, id: &SessionId) -> Option<Arc<dyn Agent>> {
         match self.shared.table.lock().entries.get(id) {
-            Some(Entry::Live { agent, .. }) => Some(agent.clone() as Arc<dyn Agent>),
+            Some(Entry::Live { agent, .. }) => Some(agent.clone()),
             _ => None,
         }
     }
 
     fn list(&self) -> Vec<Arc<dyn Agent>> {
         let table = self.shared.table.lock();
-        let mut live: Vec<(u64, Arc<LoopAgent>)> = table
+        let mut live: Vec<(u64, Arc<dyn Agent>)> = table
             .entries
             .values()
             .filter_map(|entry| match entry {
@@ -210,8 +236,6 @@ impl AgentRegistry for LoopRegistry {
             .collect();
         drop(table);
         live.sort_by_key(|(order, _)| *order);
-        live.into_iter()
-            .map(|(_, agent)| agent as Arc<dyn Agent>)
-            .collect()
+        live.into_iter().map(|(_, agent)| agent).collect()
     }
 }

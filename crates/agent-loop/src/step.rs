@@ -2,18 +2,19 @@
 //! answer, and the tool phase.
 
 use dsh_agent::TurnEndReason;
+use dsh_agent::record::{AssistantChunkRecord, AssistantMessageRecord, AssistantReply, Chunk};
 use dsh_kernel::CancellationToken;
 use dsh_llm::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelParams, ModelRequest, ModelStream,
     ToolCall, ToolSpec, Usage,
 };
-use dsh_session::Failure;
+use dsh_session::{Failure, failure_code};
 use dsh_tools::{ToolRegistry, ToolSet};
 use futures::{FutureExt, StreamExt};
 
-use crate::history::project;
+use crate::agent::LoopAgent;
 use crate::tools::{PhaseEnd, run_tools};
-use crate::turn::{Writer, aborted, failure};
+use crate::writer::Writer;
 
 /// How a step ended.
 pub(crate) enum StepEnd {
@@ -47,7 +48,7 @@ pub(crate) async fn run_step(
 ) -> StepEnd {
     let agent = writer.agent;
     if token.is_cancelled() {
-        return StepEnd::End(aborted(agent, turn));
+        return StepEnd::End(agent.aborted(turn));
     }
     let barrier = tokio::select! {
         biased;
@@ -55,11 +56,11 @@ pub(crate) async fn run_step(
         flushed = agent.store.flush(&agent.id) => Some(flushed),
     };
     match barrier {
-        None => return StepEnd::End(aborted(agent, turn)),
+        None => return StepEnd::End(agent.aborted(turn)),
         Some(Err(err)) => {
             return StepEnd::End(TurnEndReason::Error {
-                failure: failure(
-                    "persistence",
+                failure: Failure::new(
+                    failure_code::PERSISTENCE,
                     format!("the pre-request barrier failed: {err}"),
                 ),
             });
@@ -67,7 +68,7 @@ pub(crate) async fn run_step(
         Some(Ok(())) => {}
     }
     if token.is_cancelled() {
-        return StepEnd::End(aborted(agent, turn));
+        return StepEnd::End(agent.aborted(turn));
     }
     // Looked up per step through the agent's own scope, so a provider reload takes effect at
     // the next step and an unload reaches a running turn as a cancel, not a missing service.
@@ -96,7 +97,7 @@ pub(crate) async fn run_step(
     match streamed {
         Streamed::Cancelled => {
             write_interrupted(writer, turn, step, &answer, &model_name);
-            StepEnd::End(aborted(agent, turn))
+            StepEnd::End(agent.aborted(turn))
         }
         Streamed::Failed(failure) => {
             write_interrupted(writer, turn, step, &answer, &model_name);
@@ -118,18 +119,20 @@ pub(crate) async fn run_step(
             } else {
                 std::mem::take(&mut answer.calls)
             };
-            let message = Message::Assistant {
-                content: answer.text.clone(),
-                reasoning: non_empty(&answer.reasoning),
-                tool_calls: calls.clone(),
+            let record = AssistantMessageRecord {
+                turn,
+                step,
+                message: AssistantReply {
+                    content: answer.text.clone(),
+                    reasoning: non_empty(&answer.reasoning),
+                    tool_calls: calls.clone(),
+                    ..AssistantReply::default()
+                },
+                model: model_name,
+                finish: Some(finish),
+                usage: answer.usage.take(),
+                interrupted: false,
             };
-            let mut record = serde_json::json!({
-                "turn": turn, "step": step, "message": message, "model": model_name,
-                "finish": finish,
-            });
-            if let Some(usage) = &answer.usage {
-                record["usage"] = serde_json::json!(usage);
-            }
             writer.append(&kinds.assistant, &record);
             if let Some(reason) = ends {
                 return StepEnd::End(reason);
@@ -139,7 +142,7 @@ pub(crate) async fn run_step(
             }
             match run_tools(writer, turn, step, token, &tools, calls).await {
                 PhaseEnd::Done => StepEnd::Continue { tools_ran: true },
-                PhaseEnd::Cancelled => StepEnd::End(aborted(agent, turn)),
+                PhaseEnd::Cancelled => StepEnd::End(agent.aborted(turn)),
                 PhaseEnd::BarrierFailed(failure) => StepEnd::End(TurnEndReason::Error { failure }),
             }
         }
@@ -148,8 +151,8 @@ pub(crate) async fn run_step(
 
 fn unavailable(what: &str, err: &dsh_kernel::KernelError) -> TurnEndReason {
     TurnEndReason::Error {
-        failure: failure(
-            "service_unavailable",
+        failure: Failure::new(
+            failure_code::SERVICE_UNAVAILABLE,
             format!("no {what} is available: {err}"),
         ),
     }
@@ -159,14 +162,21 @@ fn non_empty(text: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-fn build_request(agent: &crate::agent::LoopAgent, tools: &ToolSet) -> ModelRequest {
+fn build_request(agent: &LoopAgent, tools: &ToolSet) -> ModelRequest {
     let mut messages = Vec::new();
     if let Some(system) = &agent.options.system_prompt {
         messages.push(Message::System {
             content: system.clone(),
         });
     }
-    messages.extend(project(&agent.session.events()));
+    {
+        // Only what was appended since the last step is read: a step's cost does not grow
+        // with the log it extends.
+        let mut history = agent.history.lock();
+        let appended = agent.session.events_from(history.next_seq());
+        history.extend(&appended);
+        messages.extend(history.messages());
+    }
     ModelRequest {
         messages,
         tools: tools
@@ -221,8 +231,8 @@ async fn stream_answer(
         let item = match next {
             Ok(Some(item)) => item,
             Ok(None) => {
-                return Streamed::Failed(failure(
-                    "protocol",
+                return Streamed::Failed(Failure::new(
+                    failure_code::PROTOCOL,
                     "the model's stream ended without a finish",
                 ));
             }
@@ -230,21 +240,20 @@ async fn stream_answer(
         };
         #[cfg(debug_assertions)]
         if let Err(violation) = checker.observe(&item) {
-            return Streamed::Failed(failure("protocol", violation.to_string()));
+            return Streamed::Failed(Failure::new(failure_code::PROTOCOL, violation.to_string()));
         }
         match item {
             Err(err) => return model_failure(writer, turn, &err),
             Ok(event) => match event {
-                ModelEvent::ReasoningDelta(ref piece) | ModelEvent::TextDelta(ref piece) => {
-                    if matches!(event, ModelEvent::TextDelta(_)) {
-                        answer.text.push_str(piece);
-                    } else {
-                        answer.reasoning.push_str(piece);
-                    }
-                    writer.append(
-                        &kinds.chunk,
-                        &serde_json::json!({"turn": turn, "step": step, "chunk": event}),
-                    );
+                ModelEvent::ReasoningDelta(piece) => {
+                    answer.reasoning.push_str(&piece);
+                    let chunk = Chunk::ReasoningDelta(piece);
+                    writer.append(&kinds.chunk, &AssistantChunkRecord { turn, step, chunk });
+                }
+                ModelEvent::TextDelta(piece) => {
+                    answer.text.push_str(&piece);
+                    let chunk = Chunk::TextDelta(piece);
+                    writer.append(&kinds.chunk, &AssistantChunkRecord { turn, step, chunk });
                 }
                 ModelEvent::ToolCallEnd {
                     id,
@@ -282,8 +291,8 @@ fn model_failure(writer: &Writer<'_>, turn: u32, err: &ModelError) -> Streamed {
 fn panicked(payload: &Box<dyn std::any::Any + Send>) -> Streamed {
     let message = dsh_kernel::panic_message(payload.as_ref());
     tracing::error!("the model provider panicked: {message}");
-    Streamed::Failed(failure(
-        "internal",
+    Streamed::Failed(Failure::new(
+        failure_code::INTERNAL,
         format!("the model provider panicked: {message}"),
     ))
 }
@@ -294,15 +303,19 @@ fn write_interrupted(writer: &mut Writer<'_>, turn: u32, step: u32, answer: &Ans
     if answer.text.trim().is_empty() && answer.reasoning.trim().is_empty() {
         return;
     }
-    let message = Message::Assistant {
-        content: answer.text.clone(),
-        reasoning: non_empty(&answer.reasoning),
-        tool_calls: Vec::new(),
+    let record = AssistantMessageRecord {
+        turn,
+        step,
+        message: AssistantReply {
+            content: answer.text.clone(),
+            reasoning: non_empty(&answer.reasoning),
+            ..AssistantReply::default()
+        },
+        model: model.to_owned(),
+        finish: None,
+        usage: None,
+        interrupted: true,
     };
     let kinds = &writer.agent.shared.kinds;
-    writer.append(
-        &kinds.assistant,
-        &serde_json::json!({"turn": turn, "step": step, "message": message, "model": model,
-                            "interrupted": true}),
-    );
+    writer.append(&kinds.assistant, &record);
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dsh_kernel::{CancellationToken, TaskHandle};
 use dsh_llm::ToolCall;
-use dsh_session::{Failure, MAX_EVENT_BYTES, ToolCallRecord, ToolResultRecord};
+use dsh_session::{Failure, MAX_EVENT_BYTES, ToolCallRecord, ToolResultRecord, failure_code};
 use dsh_tools::{
     ApprovalDecision, ApprovalRequest, Tool, ToolContext, ToolError, ToolOutput, ToolSet, codes,
 };
@@ -15,7 +15,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::oneshot;
 
-use crate::turn::{Writer, failure};
+use crate::writer::Writer;
 
 /// Said of a call cancelled before it started.
 pub(crate) const NOT_STARTED_TEXT: &str =
@@ -197,8 +197,8 @@ impl Phase<'_, '_> {
             flushed = agent.store.flush(&agent.id) => flushed,
         };
         if let Err(err) = barrier {
-            return Err(PhaseEnd::BarrierFailed(failure(
-                "persistence",
+            return Err(PhaseEnd::BarrierFailed(Failure::new(
+                failure_code::PERSISTENCE,
                 format!("the barrier before a tool body failed: {err}"),
             )));
         }

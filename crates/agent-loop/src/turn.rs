@@ -2,59 +2,15 @@
 //! `turn/end` and every `step/start` one `step/end`, on every path; the only exception is a
 //! session that refuses appends because it was detached, which gets nothing more.
 
-use std::sync::Arc;
-
-use dsh_agent::{CancelCause, TicketSender, TurnEndReason};
+use dsh_agent::record::UserMessageRecord;
+use dsh_agent::{TicketSender, TurnEndReason};
 use dsh_kernel::CancellationToken;
-use dsh_session::{EventType, Failure, SessionError, SessionEvent, StepMark, TurnEnd, TurnStart};
-use serde::Serialize;
+use dsh_session::{StepMark, TurnEnd, TurnStart};
 
 use crate::agent::LoopAgent;
 use crate::inbox::Pending;
 use crate::step::{StepEnd, run_step};
-
-/// A failure with a code and a message, nothing else.
-pub(crate) fn failure(code: &str, message: impl Into<String>) -> Failure {
-    Failure {
-        code: code.to_owned(),
-        message: message.into(),
-        status: None,
-        request_id: None,
-    }
-}
-
-/// Appends on behalf of one turn and remembers what the session refused.
-pub(crate) struct Writer<'a> {
-    pub(crate) agent: &'a LoopAgent,
-    /// The session was detached: nothing more is written.
-    pub(crate) dead: bool,
-    /// The first refused append of another kind.
-    pub(crate) refused: Option<Failure>,
-}
-
-impl Writer<'_> {
-    pub(crate) fn append<T: Serialize + ?Sized>(
-        &mut self,
-        kind: &EventType,
-        data: &T,
-    ) -> Option<Arc<SessionEvent>> {
-        if self.dead {
-            return None;
-        }
-        match self.agent.session.append(kind, data) {
-            Ok(event) => Some(event),
-            Err(err) => {
-                tracing::error!(agent = %self.agent.id, event = kind.as_str(), "the session refused an event: {err}");
-                if matches!(err, SessionError::Detached { .. }) {
-                    self.dead = true;
-                } else if self.refused.is_none() {
-                    self.refused = Some(failure("session", err.to_string()));
-                }
-                None
-            }
-        }
-    }
-}
+use crate::writer::Writer;
 
 /// How a turn went, for its tickets.
 pub(crate) struct TurnRecord {
@@ -74,20 +30,14 @@ pub(crate) async fn run_turn(
     tickets: &mut Vec<TicketSender>,
 ) -> TurnRecord {
     let kinds = &agent.shared.kinds;
-    let mut writer = Writer {
-        agent,
-        dead: false,
-        refused: None,
-    };
+    let mut writer = Writer::new(agent);
     if writer
         .append(&kinds.turn_start, &TurnStart { turn: number })
         .is_none()
     {
         tickets.extend(claim.into_iter().map(|p| p.ticket));
         let reason = TurnEndReason::Error {
-            failure: writer
-                .refused
-                .unwrap_or_else(|| failure("session", "the session was detached")),
+            failure: writer.session_failure(),
         };
         return TurnRecord {
             reason,
@@ -102,21 +52,27 @@ pub(crate) async fn run_turn(
         // The step's opening events go in with no cancellation point between them.
         writer.append(&kinds.step_start, &mark);
         for pending in claim.drain(..) {
-            writer.append(
-                &kinds.user_message,
-                &serde_json::json!({"turn": number, "step": step, "message": pending.message}),
-            );
+            let record = UserMessageRecord {
+                turn: number,
+                step,
+                message: pending.message,
+            };
+            writer.append(&kinds.user_message, &record);
             tickets.push(pending.ticket);
         }
         let end = if writer.dead || writer.refused.is_some() {
-            StepEnd::End(session_failure(&writer))
+            StepEnd::End(TurnEndReason::Error {
+                failure: writer.session_failure(),
+            })
         } else {
             run_step(&mut writer, number, step, &token).await
         };
         writer.append(&kinds.step_end, &mark);
         let end = match (end, &writer.refused) {
             (StepEnd::End(reason), _) => Some(reason),
-            (StepEnd::Continue { .. }, Some(_)) => Some(session_failure(&writer)),
+            (StepEnd::Continue { .. }, Some(_)) => Some(TurnEndReason::Error {
+                failure: writer.session_failure(),
+            }),
             (StepEnd::Continue { tools_ran }, None) => {
                 next_step(agent, number, step, tools_ran, &mut claim)
             }
@@ -143,15 +99,6 @@ pub(crate) async fn run_turn(
     TurnRecord {
         reason,
         recorded: true,
-    }
-}
-
-fn session_failure(writer: &Writer<'_>) -> TurnEndReason {
-    TurnEndReason::Error {
-        failure: writer
-            .refused
-            .clone()
-            .unwrap_or_else(|| failure("session", "the session was detached")),
     }
 }
 
@@ -183,11 +130,4 @@ fn next_step(
     }
     *claim = state.inbox.claim_boundary();
     None
-}
-
-/// The reason for a turn that saw its token fire.
-pub(crate) fn aborted(agent: &LoopAgent, number: u32) -> TurnEndReason {
-    TurnEndReason::Aborted {
-        cause: agent.cancel_cause(number).unwrap_or(CancelCause::User),
-    }
 }

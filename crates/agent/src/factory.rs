@@ -11,7 +11,7 @@ use dsh_tools::ApprovalGate;
 use crate::agent::Agent;
 use crate::error::AgentError;
 use crate::handle::AgentHandle;
-use crate::options::AgentOptions;
+use crate::options::AgentOverrides;
 
 /// A request for a new agent over a new session.
 #[non_exhaustive]
@@ -25,7 +25,7 @@ pub struct CreateAgent {
     /// Absolute UTF-8 working directory; `None` is the process's.
     pub cwd: Option<PathBuf>,
     /// Overrides of the loop's defaults, field by field.
-    pub options: Option<AgentOptions>,
+    pub options: AgentOverrides,
     /// Consulted before tools that need approval.
     pub approval: Option<Arc<dyn ApprovalGate>>,
 }
@@ -37,7 +37,7 @@ impl CreateAgent {
             owner,
             session_id: None,
             cwd: None,
-            options: None,
+            options: AgentOverrides::default(),
             approval: None,
         }
     }
@@ -54,9 +54,9 @@ impl CreateAgent {
         self
     }
 
-    /// With options.
-    pub fn with_options(mut self, options: AgentOptions) -> CreateAgent {
-        self.options = Some(options);
+    /// With overrides of the loop's defaults.
+    pub fn with_options(mut self, options: AgentOverrides) -> CreateAgent {
+        self.options = options;
         self
     }
 
@@ -75,8 +75,8 @@ pub struct ResumeAgent {
     pub owner: Scope,
     /// The stored session.
     pub session_id: SessionId,
-    /// Options for the resumed agent (never taken from the log).
-    pub options: Option<AgentOptions>,
+    /// Overrides of the loop's defaults for the resumed agent (never taken from the log).
+    pub options: AgentOverrides,
     /// Consulted before tools that need approval.
     pub approval: Option<Arc<dyn ApprovalGate>>,
 }
@@ -87,14 +87,14 @@ impl ResumeAgent {
         ResumeAgent {
             owner,
             session_id,
-            options: None,
+            options: AgentOverrides::default(),
             approval: None,
         }
     }
 
-    /// With options.
-    pub fn with_options(mut self, options: AgentOptions) -> ResumeAgent {
-        self.options = Some(options);
+    /// With overrides of the loop's defaults.
+    pub fn with_options(mut self, options: AgentOverrides) -> ResumeAgent {
+        self.options = options;
         self
     }
 

@@ -1,5 +1,6 @@
 //! Seam role: definition (layer 3) — agents: the [`Agent`] trait and its verbs, [`TurnTicket`]s,
-//! the memoised [`AgentHandle`] teardown, creation requests and the [`AgentRegistry`] service.
+//! the memoised [`AgentHandle`] teardown, creation requests, the [`AgentRegistry`] service, and
+//! the durable [`record`]s a turn writes.
 //!
 //! An agent is a live object bound to exactly one live session; its id *is* the session id,
 //! and that id is also the owner token of whatever its tools start. Consumers (the ACP bridge,
@@ -25,6 +26,7 @@ mod factory;
 mod handle;
 mod message;
 mod options;
+pub mod record;
 mod ticket;
 
 pub use agent::{Agent, AgentStatus};
@@ -33,7 +35,7 @@ pub use event::AgentEvent;
 pub use factory::{AgentFactory, AgentRegistry, CreateAgent, ResumeAgent};
 pub use handle::AgentHandle;
 pub use message::{MessageId, MessageSource, UserMessage};
-pub use options::AgentOptions;
+pub use options::{AgentOptions, AgentOverrides};
 pub use ticket::{TicketSender, TurnOutcome, TurnTicket};
 
 pub use dsh_session::{CancelCause, Failure, Session, SessionId, TurnEndReason};

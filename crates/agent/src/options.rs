@@ -57,3 +57,41 @@ impl AgentOptions {
         Ok(())
     }
 }
+
+/// Overrides of the loop's default [`AgentOptions`], field by field: a field left `None` keeps
+/// the default, so a caller sets only what it means to change (a request that sets the
+/// temperature does not also reset the step limit).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AgentOverrides {
+    /// Replaces the system prompt.
+    pub system_prompt: Option<String>,
+    /// Replaces the output token limit.
+    pub max_output_tokens: Option<NonZeroU32>,
+    /// Replaces the sampling temperature.
+    pub temperature: Option<f32>,
+    /// Replaces the reasoning effort.
+    pub reasoning: Option<ReasoningEffort>,
+    /// Replaces the step limit.
+    pub max_steps: Option<NonZeroU32>,
+}
+
+impl AgentOverrides {
+    /// The options `defaults` become with these overrides.
+    pub fn apply_to(&self, defaults: &AgentOptions) -> AgentOptions {
+        AgentOptions {
+            system_prompt: self
+                .system_prompt
+                .clone()
+                .or_else(|| defaults.system_prompt.clone()),
+            max_output_tokens: self.max_output_tokens.or(defaults.max_output_tokens),
+            temperature: self.temperature.or(defaults.temperature),
+            reasoning: self.reasoning.or(defaults.reasoning),
+            max_steps: self.max_steps.unwrap_or(defaults.max_steps),
+        }
+    }
+
+    /// Checks the ranges of the fields set, as [`AgentOptions::validate`] does.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        self.apply_to(&AgentOptions::default()).validate()
+    }
+}

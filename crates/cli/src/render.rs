@@ -11,6 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use dsh_agent::TurnEndReason;
+use dsh_agent::record::{
+    AssistantChunkRecord, AssistantMessageRecord, Chunk, Record, ToolResultRecord,
+};
 use dsh_session::{Session, SessionEvent, SessionObserver};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -127,166 +131,182 @@ impl Renderer {
         }
     }
 
-    fn human(&self, event: &SessionEvent, data: &Value, color: bool) {
+    fn human(&self, event: &SessionEvent, record: Record, color: bool) {
         let mut state = self.state.lock();
-        match event.kind.as_str() {
-            "assistant/chunk" => {
-                if let Some(text) = data["chunk"]["reasoning_delta"].as_str() {
-                    if !state.in_reasoning {
-                        state.in_reasoning = true;
-                        if !state.at_line_start {
-                            self.side(b"\n");
-                        }
-                        self.side(if color { b"\x1b[2m" } else { b"[reasoning]\n" });
+        match record {
+            Record::AssistantChunk(AssistantChunkRecord {
+                chunk: Chunk::ReasoningDelta(text),
+                ..
+            }) => {
+                if !state.in_reasoning {
+                    state.in_reasoning = true;
+                    if !state.at_line_start {
+                        self.side(b"\n");
                     }
-                    self.side(text.as_bytes());
-                    state.at_line_start = text.ends_with('\n');
-                } else if let Some(text) = data["chunk"]["text_delta"].as_str() {
-                    self.end_reasoning(&mut state, color);
-                    self.out(text.as_bytes());
-                    state.at_line_start = text.ends_with('\n');
+                    self.side(if color { b"\x1b[2m" } else { b"[reasoning]\n" });
                 }
+                self.side(text.as_bytes());
+                state.at_line_start = text.ends_with('\n');
             }
-            "assistant/message" => {
+            Record::AssistantChunk(AssistantChunkRecord {
+                chunk: Chunk::TextDelta(text),
+                ..
+            }) => {
                 self.end_reasoning(&mut state, color);
-                self.count_usage(&mut state, data);
+                self.out(text.as_bytes());
+                state.at_line_start = text.ends_with('\n');
+            }
+            Record::AssistantMessage(answer) => {
+                self.end_reasoning(&mut state, color);
+                count_usage(&mut state, &answer);
                 if !state.at_line_start {
                     self.out(b"\n");
                     state.at_line_start = true;
                 }
             }
-            "tool/call" => {
+            Record::ToolCall(call) => {
                 self.end_reasoning(&mut state, color);
-                let name = data["name"].as_str().unwrap_or("?").to_owned();
-                let arguments = data["arguments"].as_str().unwrap_or("");
-                let line = match serde_json::from_str::<Value>(arguments) {
-                    Ok(args) if name == "bash" => {
-                        format!("$ {}\n", args["command"].as_str().unwrap_or(arguments))
-                    }
-                    _ => format!("▸ {name} {arguments}\n"),
+                let line = match serde_json::from_str::<Value>(&call.arguments) {
+                    Ok(args) if call.name == "bash" => format!(
+                        "$ {}\n",
+                        args["command"].as_str().unwrap_or(&call.arguments)
+                    ),
+                    _ => format!("▸ {} {}\n", call.name, call.arguments),
                 };
                 self.side(line.as_bytes());
-                if let Some(id) = data["call_id"].as_str() {
-                    state.calls.insert(id.to_owned(), (event.time, name));
-                }
+                state.calls.insert(call.call_id, (event.time, call.name));
             }
-            "tool/result" => {
-                let started = data["call_id"]
-                    .as_str()
-                    .and_then(|id| state.calls.remove(id))
-                    .map(|(time, _)| time);
-                let text = tool_result_text(data, started.map(|t| event.time - t));
+            Record::ToolResult(result) => {
+                let started = state.calls.remove(&result.call_id).map(|(time, _)| time);
+                let text = tool_result_text(&result, started.map(|t| event.time - t));
                 self.side(text.as_bytes());
             }
-            "user/message" if self.transcript => {
+            Record::UserMessage(user) if self.transcript => {
                 self.end_reasoning(&mut state, color);
-                let prompt = data["message"]["text"].as_str().unwrap_or("");
-                self.out(format!("› {prompt}\n").as_bytes());
+                self.out(format!("› {}\n", user.message.text).as_bytes());
                 state.at_line_start = true;
             }
-            "turn/end" if self.transcript => {
+            Record::TurnEnd(end) if self.transcript => {
                 self.end_reasoning(&mut state, color);
                 if !state.at_line_start {
                     self.out(b"\n");
                 }
-                let kind = data["reason"]["kind"].as_str().unwrap_or("ended");
-                let line = match kind {
-                    "error" => format!(
-                        "[error: {}]\n",
-                        data["reason"]["failure"]["message"].as_str().unwrap_or("?")
-                    ),
-                    other => format!("[{}]\n", other.replace('_', " ")),
+                let line = match &end.reason {
+                    TurnEndReason::Error { failure } => format!("[error: {}]\n", failure.message),
+                    other => format!("[{}]\n", reason_kind(other).replace('_', " ")),
                 };
                 self.out(line.as_bytes());
                 state.at_line_start = true;
             }
-            _ => {}
+            Record::UserMessage(_)
+            | Record::TurnEnd(_)
+            | Record::TurnStart(_)
+            | Record::StepStart(_)
+            | Record::StepEnd(_)
+            | Record::Other => {}
         }
     }
 
     /// Renders one stored event, as the live observer would have.
     pub fn replay(&self, event: &SessionEvent) {
-        let Ok(data) = serde_json::from_str::<Value>(event.data.get()) else {
-            return;
+        let record = match Record::decode(event) {
+            Ok(record) => record,
+            Err(err) => {
+                tracing::warn!("not shown: {err}");
+                return;
+            }
         };
         match self.view {
-            View::Human { color, .. } => self.human(event, &data, color),
-            View::Json => self.json(event, &data),
+            View::Human { color, .. } => self.human(event, record, color),
+            View::Json => self.json(record),
         }
     }
 
-    fn count_usage(&self, state: &mut State, data: &Value) {
-        state.steps += 1;
-        let usage = &data["usage"];
-        state.input_tokens += usage["input_tokens"].as_u64().unwrap_or(0);
-        state.output_tokens += usage["output_tokens"].as_u64().unwrap_or(0);
-        state.cache_hit_tokens += usage["cache_hit_tokens"].as_u64().unwrap_or(0);
-    }
-
-    fn json(&self, event: &SessionEvent, data: &Value) {
-        let line = match event.kind.as_str() {
-            "turn/start" => json!({"type": "turn_start", "turn": data["turn"]}),
-            "assistant/chunk" => {
-                if let Some(text) = data["chunk"]["reasoning_delta"].as_str() {
-                    json!({"type": "reasoning", "text": text})
-                } else if let Some(text) = data["chunk"]["text_delta"].as_str() {
-                    json!({"type": "text", "text": text})
-                } else {
-                    return;
-                }
-            }
-            "assistant/message" => {
+    fn json(&self, record: Record) {
+        let line = match record {
+            Record::TurnStart(start) => json!({"type": "turn_start", "turn": start.turn}),
+            Record::AssistantChunk(AssistantChunkRecord { chunk, .. }) => match chunk {
+                Chunk::ReasoningDelta(text) => json!({"type": "reasoning", "text": text}),
+                Chunk::TextDelta(text) => json!({"type": "text", "text": text}),
+            },
+            Record::AssistantMessage(answer) => {
                 let mut state = self.state.lock();
-                self.count_usage(&mut state, data);
-                let usage = &data["usage"];
-                if !usage.is_null() {
+                count_usage(&mut state, &answer);
+                if let Some(usage) = &answer.usage {
                     self.json_line(&json!({
                         "type": "usage",
-                        "step": data["step"],
-                        "input_tokens": usage["input_tokens"],
-                        "output_tokens": usage["output_tokens"],
-                        "cache_hit_tokens": usage["cache_hit_tokens"],
-                        "cache_miss_tokens": usage["cache_miss_tokens"],
-                        "reasoning_tokens": usage["reasoning_tokens"],
+                        "step": answer.step,
+                        "input_tokens": usage.input_tokens,
+                        "output_tokens": usage.output_tokens,
+                        "cache_hit_tokens": usage.cache_hit_tokens,
+                        "cache_miss_tokens": usage.cache_miss_tokens,
+                        "reasoning_tokens": usage.reasoning_tokens,
                     }));
                 }
-                json!({"type": "message", "step": data["step"], "text": data["message"]["content"]})
+                json!({"type": "message", "step": answer.step, "text": answer.message.content})
             }
-            "tool/call" => json!({
+            Record::ToolCall(call) => json!({
                 "type": "tool_call",
-                "call_id": data["call_id"],
-                "name": data["name"],
-                "arguments": data["arguments"],
+                "call_id": call.call_id,
+                "name": call.name,
+                "arguments": call.arguments,
                 "title": Value::Null,
             }),
-            "tool/result" => {
+            Record::ToolResult(result) => {
                 let mut line = json!({
                     "type": "tool_result",
-                    "call_id": data["call_id"],
-                    "name": data["name"],
-                    "is_error": data["is_error"],
-                    "output": data["content"],
+                    "call_id": result.call_id,
+                    "name": result.name,
+                    "is_error": result.is_error,
+                    "output": result.content,
                 });
-                if let Some(code) = data.get("error_code") {
-                    line["error_code"] = code.clone();
+                if let Some(code) = &result.error_code {
+                    line["error_code"] = json!(code);
                 }
-                if let Some(code) = data.get("meta").and_then(|m| m.get("exit_code")) {
+                if let Some(code) = result.meta.as_ref().and_then(|m| m.get("exit_code")) {
                     line["exit_code"] = code.clone();
                 }
                 line
             }
-            _ => return,
+            Record::TurnEnd(_)
+            | Record::StepStart(_)
+            | Record::StepEnd(_)
+            | Record::UserMessage(_)
+            | Record::Other => return,
         };
         self.json_line(&line);
     }
 }
 
+fn count_usage(state: &mut State, answer: &AssistantMessageRecord) {
+    state.steps += 1;
+    if let Some(usage) = &answer.usage {
+        state.input_tokens += usage.input_tokens;
+        state.output_tokens += usage.output_tokens;
+        state.cache_hit_tokens += usage.cache_hit_tokens.unwrap_or(0);
+    }
+}
+
+/// A turn end's `kind` as the log spells it (`max_tokens`, `aborted`, …).
+fn reason_kind(reason: &TurnEndReason) -> &'static str {
+    match reason {
+        TurnEndReason::Completed => "completed",
+        TurnEndReason::MaxTokens => "max_tokens",
+        TurnEndReason::MaxSteps => "max_steps",
+        TurnEndReason::Refusal => "refusal",
+        TurnEndReason::Aborted { .. } => "aborted",
+        TurnEndReason::Error { .. } => "error",
+        TurnEndReason::Interrupted => "interrupted",
+        TurnEndReason::Unknown => "ended",
+    }
+}
+
 /// A result as shown under its `$ command` line: the output without the tool's own status
 /// line (when it has structured metadata), then `[exit N · S s]`, `[killed]` or `[error: …]`.
-fn tool_result_text(data: &Value, elapsed_ms: Option<i64>) -> String {
-    let content = data["content"].as_str().unwrap_or("");
-    let meta = data.get("meta").filter(|m| m.is_object());
-    if data["is_error"].as_bool() == Some(true) {
+fn tool_result_text(result: &ToolResultRecord, elapsed_ms: Option<i64>) -> String {
+    let content = result.content.as_str();
+    let meta = result.meta.as_ref().filter(|m| m.is_object());
+    if result.is_error {
         let message = content.lines().last().unwrap_or(content);
         return format!("[error: {message}]\n");
     }

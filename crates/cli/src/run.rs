@@ -416,7 +416,7 @@ fn reason_text(reason: &TurnEndReason) -> String {
             format!("error: {} ({})", failure.message, failure.code)
         }
         TurnEndReason::Interrupted => "interrupted".into(),
-        _ => "ended".into(),
+        TurnEndReason::Unknown => "ended".into(),
     }
 }
 
@@ -431,8 +431,6 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
                 failure: failure.clone(),
             },
         ),
-        #[allow(unreachable_patterns)]
-        _ => (None, TurnEndReason::Unknown),
     };
     if view == View::Json {
         let mut line = json!({

@@ -5,8 +5,11 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
+use dsh_agent::record::Record;
 use dsh_kernel::Runtime;
-use dsh_session::{EventVocabulary, ListQuery, SessionId, SessionPersistence, SessionSummary};
+use dsh_session::{
+    EventType, EventVocabulary, ListQuery, SessionId, SessionPersistence, SessionSummary,
+};
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 
 use crate::args::{ColorChoice, Global, SessionsCommand};
@@ -280,9 +283,11 @@ async fn show(
     let model = loaded
         .events
         .iter()
-        .find(|e| e.kind.as_str() == "assistant/message")
-        .and_then(|e| serde_json::from_str::<serde_json::Value>(e.data.get()).ok())
-        .and_then(|d| d["model"].as_str().map(str::to_owned));
+        .filter(|e| e.kind.as_str() == EventType::ASSISTANT_MESSAGE)
+        .find_map(|e| match Record::decode(e) {
+            Ok(Record::AssistantMessage(answer)) => Some(answer.model),
+            _ => None,
+        });
     let label = match model.as_deref() {
         Some(m) if m.starts_with("replay:") => format!("REPLAY ({m})"),
         Some(m) => m.to_owned(),

@@ -3,45 +3,11 @@
 
 use std::sync::Arc;
 
+use dsh_agent::record::Record;
 use dsh_llm::{FinishReason, ModelError, ModelErrorKind};
-use dsh_session::{EventType, SessionEvent, TurnEnd, TurnEndReason};
-use serde::Deserialize;
+use dsh_session::{SessionEvent, TurnEndReason};
 
 use crate::script::{Ending, Entry, Item, ItemKind, Matcher, ReplayScript};
-
-#[derive(Deserialize)]
-struct AssistantEvent {
-    message: AssistantMessage,
-    #[serde(default)]
-    interrupted: bool,
-}
-
-#[derive(Deserialize)]
-struct AssistantMessage {
-    #[serde(default)]
-    content: String,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
-    tool_calls: Vec<RecordedCall>,
-}
-
-#[derive(Deserialize)]
-struct RecordedCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-#[derive(Deserialize)]
-struct UserEvent {
-    message: UserMessage,
-}
-
-#[derive(Deserialize)]
-struct UserMessage {
-    content: String,
-}
 
 fn entry(stream: Vec<Item>, ending: Ending) -> Entry {
     Entry {
@@ -71,24 +37,25 @@ impl ReplayScript {
         let mut pending_final: Option<usize> = None;
         let mut step_has_message = false;
         for event in events {
-            match event.kind.as_str() {
-                EventType::TURN_START => {
+            let record = match Record::decode(event) {
+                Ok(record) => record,
+                Err(err) => {
+                    tracing::warn!("left out of the script: {err}");
+                    continue;
+                }
+            };
+            match record {
+                Record::TurnStart(_) => {
                     pending_final = None;
                     step_has_message = false;
                 }
-                EventType::STEP_START => step_has_message = false,
-                EventType::USER_MESSAGE => {
-                    if prompt.is_none()
-                        && let Ok(user) = serde_json::from_str::<UserEvent>(event.data.get())
-                    {
-                        prompt = Some(user.message.content);
+                Record::StepStart(_) => step_has_message = false,
+                Record::UserMessage(user) => {
+                    if prompt.is_none() {
+                        prompt = Some(user.message.text);
                     }
                 }
-                EventType::ASSISTANT_MESSAGE => {
-                    let Ok(recorded) = serde_json::from_str::<AssistantEvent>(event.data.get())
-                    else {
-                        continue;
-                    };
+                Record::AssistantMessage(recorded) => {
                     if recorded.interrupted {
                         continue;
                     }
@@ -114,13 +81,12 @@ impl ReplayScript {
                     } else {
                         FinishReason::Stop
                     };
-                    entries.push(entry(stream, Ending::Finish(finish)));
+                    let mut entry = entry(stream, Ending::Finish(finish));
+                    entry.usage = recorded.usage;
+                    entries.push(entry);
                     pending_final = (!has_calls).then_some(entries.len() - 1);
                 }
-                EventType::TURN_END => {
-                    let Ok(end) = serde_json::from_str::<TurnEnd>(event.data.get()) else {
-                        continue;
-                    };
+                Record::TurnEnd(end) => {
                     match end.reason {
                         TurnEndReason::MaxTokens | TurnEndReason::Refusal => {
                             if let Some(i) = pending_final {
@@ -141,11 +107,20 @@ impl ReplayScript {
                             error.status = failure.status;
                             entries.push(entry(Vec::new(), Ending::Error(error)));
                         }
-                        _ => {}
+                        TurnEndReason::Completed
+                        | TurnEndReason::MaxSteps
+                        | TurnEndReason::Aborted { .. }
+                        | TurnEndReason::Error { .. }
+                        | TurnEndReason::Interrupted
+                        | TurnEndReason::Unknown => {}
                     }
                     pending_final = None;
                 }
-                _ => {}
+                Record::StepEnd(_)
+                | Record::AssistantChunk(_)
+                | Record::ToolCall(_)
+                | Record::ToolResult(_)
+                | Record::Other => {}
             }
         }
         ReplayScript {

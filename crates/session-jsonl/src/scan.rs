@@ -110,12 +110,7 @@ pub struct Analysis {
 
 /// Whether a `turn/start` carries the turn number crash repair needs to close it.
 fn turn_start_is_closable(event: &SessionEvent) -> bool {
-    #[derive(serde::Deserialize)]
-    struct TurnOnly {
-        #[allow(dead_code)] // Only its presence and type are checked.
-        turn: u32,
-    }
-    serde_json::from_str::<TurnOnly>(event.data.get()).is_ok()
+    serde_json::from_str::<dsh_session::TurnStart>(event.data.get()).is_ok()
 }
 
 /// Analyses the records after the header (which ended at `offset`, on line 1). The file is

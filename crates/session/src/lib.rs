@@ -27,6 +27,7 @@
 mod bridge;
 mod error;
 mod event;
+pub mod failure_code;
 mod finite;
 mod header;
 mod id;

@@ -71,9 +71,11 @@ pub struct ToolResultRecord {
 
 /// Why a turn ended. When each is written is the agent loop's concern; `Interrupted` is written only by
 /// crash repair.
+///
+/// Not `#[non_exhaustive]`: every table over it (an ACP stop reason, an exit status) is an
+/// exhaustive match, so a new kind breaks their build instead of silently becoming "internal".
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum TurnEndReason {
     /// The model stopped on its own.
     Completed,
@@ -115,7 +117,8 @@ pub enum CancelCause {
 /// A failure carried by a turn end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
-    /// A lowercase snake_case machine code.
+    /// A lowercase snake_case machine code: one of [`crate::failure_code`], or a model error
+    /// kind's code (`auth`, `rate_limited`, … from the model seam).
     pub code: String,
     /// What happened, for people.
     pub message: String,
@@ -125,4 +128,16 @@ pub struct Failure {
     /// The server's request id, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+}
+
+impl Failure {
+    /// A failure with a code and a message, nothing else.
+    pub fn new(code: &str, message: impl Into<String>) -> Failure {
+        Failure {
+            code: code.to_owned(),
+            message: message.into(),
+            status: None,
+            request_id: None,
+        }
+    }
 }

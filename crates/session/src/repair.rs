@@ -10,10 +10,13 @@ use serde_json::value::RawValue;
 use crate::event::{EventType, SessionEvent};
 use crate::payload::{StepMark, ToolResultRecord, TurnEnd, TurnEndReason};
 
-/// `error_code` of a synthetic result for a call whose `tool/call` was recorded.
-pub const OUTCOME_UNKNOWN_CODE: &str = "tool_outcome_unknown";
-/// `error_code` of a synthetic result for a call that never started.
-pub const NOT_STARTED_CODE: &str = "tool_not_started";
+/// `error_code` of a synthetic result for a call whose body may have run: its `tool/call` was
+/// recorded (crash repair), or it was aborted after the cancel grace (the agent loop). The one
+/// definition; the tool vocabulary re-exports it.
+pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
+/// `error_code` of a synthetic result for a call whose body never started. The one
+/// definition; the tool vocabulary re-exports it.
+pub const TOOL_NOT_STARTED: &str = "tool_not_started";
 /// Content of a synthetic result for a recorded call.
 pub const OUTCOME_UNKNOWN_TEXT: &str = "This tool call started, but its result was never saved because dsh stopped unexpectedly. Its effects are unknown: repeat it only if it is read-only or idempotent; otherwise check the current state first.";
 /// Content of a synthetic result for a call that never started.
@@ -138,8 +141,8 @@ pub fn interrupted_turn_closers(events: &[Arc<SessionEvent>]) -> Vec<SessionEven
     };
     for p in pending {
         let (code, text) = match p.recorded {
-            Some(_) => (OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_TEXT),
-            None => (NOT_STARTED_CODE, NOT_STARTED_TEXT),
+            Some(_) => (TOOL_OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_TEXT),
+            None => (TOOL_NOT_STARTED, NOT_STARTED_TEXT),
         };
         let result = ToolResultRecord {
             turn: p.turn,

@@ -248,40 +248,17 @@ impl Session {
         snapshot
     }
 
-    /// The model-visible events, in log order: user messages, assistant messages with content,
-    /// reasoning or tool calls (interrupted ones included), and tool results.
-    pub fn history(&self) -> Vec<Arc<SessionEvent>> {
-        self.events()
-            .iter()
-            .filter(|e| match e.kind.as_str() {
-                EventType::USER_MESSAGE | EventType::TOOL_RESULT => true,
-                EventType::ASSISTANT_MESSAGE => assistant_has_substance(e),
-                _ => false,
-            })
-            .cloned()
-            .collect()
+    /// The events from seq `seq` on, in order (none when `seq` is past the end): what a reader
+    /// that keeps its own incremental view needs, without the whole-log copy a fresh
+    /// [`Session::events`] snapshot costs after an append.
+    pub fn events_from(&self, seq: u64) -> Vec<Arc<SessionEvent>> {
+        let log = self.inner.log.lock();
+        let start = usize::try_from(seq).unwrap_or(usize::MAX);
+        log.events
+            .get(start..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
     }
-}
-
-fn assistant_has_substance(event: &SessionEvent) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Payload {
-        message: Message,
-    }
-    #[derive(serde::Deserialize)]
-    struct Message {
-        #[serde(default)]
-        content: Option<String>,
-        #[serde(default)]
-        reasoning: Option<String>,
-        #[serde(default)]
-        tool_calls: Vec<serde_json::Value>,
-    }
-    serde_json::from_str::<Payload>(event.data.get()).is_ok_and(|p| {
-        p.message.content.is_some_and(|c| !c.is_empty())
-            || p.message.reasoning.is_some_and(|r| !r.is_empty())
-            || !p.message.tool_calls.is_empty()
-    })
 }
 
 impl Log {

@@ -11,10 +11,12 @@ pub const TOOL_REJECTED: &str = "tool_rejected";
 pub const TOOL_PANICKED: &str = "tool_panicked";
 /// The result exceeded the session's event size limit.
 pub const OUTPUT_TOO_LARGE: &str = "output_too_large";
-/// The body never started (cancel, barrier failure, approval cancelled).
-pub const TOOL_NOT_STARTED: &str = "tool_not_started";
-/// The body was still running after the cancel grace and was aborted.
-pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
+/// The body never started (cancel, barrier failure, approval cancelled), and a call crash
+/// repair found unstarted: one code, defined with crash repair.
+pub use dsh_session::repair::TOOL_NOT_STARTED;
+/// The body was still running after the cancel grace and was aborted, and a call crash repair
+/// found started: one code, defined with crash repair.
+pub use dsh_session::repair::TOOL_OUTCOME_UNKNOWN;
 
 /// True for a lowercase snake_case code: `[a-z][a-z0-9_]*`, at most 64 bytes, no doubled,
 /// leading or trailing underscore.

@@ -73,16 +73,15 @@ async fn a_question_sent_as_the_turn_is_cancelled_is_withdrawn() {
     assert!(reply.send(Some((id, answer))).is_ok());
     cancel.cancel();
     assert_eq!(deciding.await.ok(), Some(ApprovalDecision::Cancelled));
-    // The writer holds nothing else: if no withdrawal was queued, the read ends empty at
-    // once instead of waiting.
-    drop(rig.gate);
-    let line = rig
-        .wire
-        .next_line()
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    assert_withdrawn(rig, id).await;
+}
+
+/// The one frame the writer was left with is the withdrawal of `id`. The writer holds nothing
+/// else: if no withdrawal was queued, the read ends empty at once instead of waiting.
+async fn assert_withdrawn(rig: Rig, id: i64) {
+    let Rig { gate, mut wire, .. } = rig;
+    drop(gate);
+    let line = wire.next_line().await.ok().flatten().unwrap_or_default();
     let frame: Value = serde_json::from_str(&line).unwrap_or_default();
     assert_eq!(frame["method"], "$/cancel_request", "{line}");
     assert_eq!(frame["params"]["requestId"], id);
@@ -99,4 +98,25 @@ async fn a_gate_cancelled_before_its_question_is_sent_tells_the_path_not_to_ask(
         reply.is_closed(),
         "the path sees that nobody waits for the question"
     );
+}
+
+/// The agent loop races the gate against the turn's token and drops the gate's future when
+/// the token wins: a question whose id was handed back but not yet read is withdrawn too.
+#[tokio::test]
+async fn a_question_sent_as_the_loop_drops_the_gate_is_withdrawn() {
+    let mut rig = rig();
+    let cancel = CancellationToken::new();
+    let gate = rig.gate.clone();
+    let mut deciding = Box::pin(gate.decide(request(&cancel)));
+    // Polled once: the question is queued on the session's path.
+    assert!(futures::poll!(deciding.as_mut()).is_pending());
+    let Some(Item::Permission { reply, .. }) = rig.queue.recv().await else {
+        panic!("the gate asks on the session's path");
+    };
+    let (id, answer) = rig.outgoing.register();
+    assert!(reply.send(Some((id, answer))).is_ok());
+    // The loop saw the cancel first and never polls the gate again.
+    drop(deciding);
+    drop(gate);
+    assert_withdrawn(rig, id).await;
 }

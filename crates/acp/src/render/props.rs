@@ -49,7 +49,7 @@ fn one_event() -> impl Strategy<Value = SessionEvent> {
         (1u32..=2).prop_map(|turn| event(
             0,
             "turn/end",
-            json!({"turn": turn, "reason": {"kind": "aborted"}}),
+            json!({"turn": turn, "reason": {"kind": "aborted", "cause": "user"}}),
         )),
     ]
 }
@@ -113,7 +113,7 @@ proptest! {
         turn in 1u32..=2,
     ) {
         let mut all = events;
-        all.push(event(0, "turn/end", json!({"turn": turn, "reason": {"kind": "aborted"}})));
+        all.push(event(0, "turn/end", json!({"turn": turn, "reason": {"kind": "aborted", "cause": "user"}})));
         // Rendered without the final close-everything, only the turn's own end closes.
         let updates = super::tests::run_open(&all, RenderMode::Live, false, false);
         let mut open: HashMap<String, u32> = HashMap::new();

@@ -4,9 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cancel;
+mod claims;
 mod containment;
 mod edges;
-mod plan;
+mod modules;
+mod ownership;
 mod property;
 mod races;
 mod shutdown;

@@ -377,8 +377,10 @@ async fn max_steps_ends_a_turn_that_keeps_calling_tools() {
     ]);
     let h = Harness::new(model.clone()).await;
     h.add_tool(Probe::new("echo"));
-    let mut options = dsh_agent::AgentOptions::default();
-    options.max_steps = std::num::NonZeroU32::new(3).unwrap();
+    let options = dsh_agent::AgentOverrides {
+        max_steps: std::num::NonZeroU32::new(3),
+        ..dsh_agent::AgentOverrides::default()
+    };
     let handle = h
         .registry()
         .create(

@@ -21,6 +21,8 @@ struct Held {
     create_gate: Mutex<Option<Gate>>,
     /// Hands out logs whose final `turn/end` is missing, as a buggy provider might.
     unbalanced: std::sync::atomic::AtomicBool,
+    /// Hands out logs missing their second event (a seq gap), as a buggy provider might.
+    gapped: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
@@ -65,6 +67,9 @@ impl SessionPersistence for Held {
                 .is_some_and(|e| e.kind.as_str() == "turn/end")
         {
             loaded.events.pop();
+        }
+        if self.gapped.load(std::sync::atomic::Ordering::SeqCst) && loaded.events.len() > 1 {
+            loaded.events.remove(1);
         }
         Ok(loaded)
     }
@@ -118,6 +123,7 @@ async fn harness() -> (Harness, Arc<Held>, tempfile::TempDir) {
         load_gate: Mutex::new(None),
         create_gate: Mutex::new(None),
         unbalanced: Default::default(),
+        gapped: Default::default(),
     });
     h.runtime.load(HeldPlugin(held.clone())).await.unwrap();
     h.store
@@ -260,6 +266,49 @@ async fn a_loaded_log_that_leaves_a_turn_open_is_refused_and_nothing_is_publishe
         "{resumed:?}"
     );
     assert!(h.registry().list().is_empty() && h.store.list_live().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_log_the_store_refuses_is_reported_under_its_own_id_and_why() {
+    let (h, held, _dir) = harness().await;
+    let first = h
+        .registry()
+        .create(
+            CreateAgent::new(h.owner())
+                .with_id(id("gapped"))
+                .with_cwd("/w"),
+        )
+        .await
+        .unwrap();
+    first.agent().send(user("a")).unwrap().await;
+    first.dispose().await;
+    held.gapped.store(true, std::sync::atomic::Ordering::SeqCst);
+    let resumed = h
+        .registry()
+        .resume(ResumeAgent::new(h.owner(), id("gapped")))
+        .await;
+    match &resumed {
+        Err(AgentError::InvalidLog { id: named, reason }) => {
+            assert_eq!(
+                named,
+                &id("gapped"),
+                "the stored session's id, not a fresh one"
+            );
+            assert!(reason.contains("seq 2 where 1 was expected"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(h.registry().list().is_empty() && h.store.list_live().is_empty());
+    held.gapped
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let again = h
+        .registry()
+        .resume(ResumeAgent::new(h.owner(), id("gapped")))
+        .await;
+    assert!(
+        again.is_ok(),
+        "the refused resume gave its claim on the id back: {again:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,8 +46,10 @@ async fn invalid_requests_are_refused_before_anything_is_prepared() {
         matches!(&relative, Err(AgentError::InvalidRequest { field, .. }) if field == "cwd"),
         "{relative:?}"
     );
-    let mut options = dsh_agent::AgentOptions::default();
-    options.max_steps = std::num::NonZeroU32::new(10_001).unwrap();
+    let options = dsh_agent::AgentOverrides {
+        max_steps: std::num::NonZeroU32::new(10_001),
+        ..dsh_agent::AgentOverrides::default()
+    };
     let too_many = registry
         .create(
             CreateAgent::new(h.owner())
@@ -59,6 +61,32 @@ async fn invalid_requests_are_refused_before_anything_is_prepared() {
     assert!(registry.list().is_empty());
     assert!(h.store.list_live().is_empty());
     assert_eq!(h.event_names(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_overriding_one_option_keeps_the_loop_s_other_defaults() {
+    let mut config = LoopConfig::default();
+    config.defaults.max_steps = std::num::NonZeroU32::new(3).unwrap();
+    config.defaults.system_prompt = Some("loop default".into());
+    let h = Harness::build(ScriptedModel::new(vec![]), config, false).await;
+    let warmer = dsh_agent::AgentOverrides {
+        temperature: Some(1.5),
+        ..dsh_agent::AgentOverrides::default()
+    };
+    let handle = h
+        .registry()
+        .create(
+            CreateAgent::new(h.owner())
+                .with_cwd("/w")
+                .with_options(warmer),
+        )
+        .await
+        .unwrap();
+    let options = handle.agent().options().clone();
+    assert_eq!(options.temperature, Some(1.5));
+    assert_eq!(options.max_steps.get(), 3, "the step limit is not reset");
+    assert_eq!(options.system_prompt.as_deref(), Some("loop default"));
+    handle.dispose().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -284,7 +312,7 @@ async fn configured_agents_belong_to_the_plugin_and_need_no_handle() {
             ConfiguredAgent {
                 session_id: Some(id("configured")),
                 cwd: Some("/w".into()),
-                options: None,
+                options: dsh_agent::AgentOverrides::default(),
             },
             ConfiguredAgent::default(),
         ],

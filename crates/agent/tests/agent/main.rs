@@ -1,14 +1,17 @@
-//! dsh-agent's integration suite: tickets, the memoised handle teardown, messages, options.
+//! dsh-agent's integration suite: tickets, the memoised handle teardown, messages, options,
+//! and the durable records.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod records;
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dsh_agent::{
-    Agent, AgentError, AgentEvent, AgentHandle, AgentOptions, AgentStatus, CancelCause, MessageId,
-    MessageSource, TurnEndReason, TurnOutcome, TurnTicket, UserMessage,
+    Agent, AgentError, AgentEvent, AgentHandle, AgentOptions, AgentOverrides, AgentStatus,
+    CancelCause, MessageId, MessageSource, TurnEndReason, TurnOutcome, TurnTicket, UserMessage,
 };
 use dsh_kernel::{Runtime, Teardown};
 use dsh_session::{Session, SessionId, SessionSpec, SessionStore};
@@ -143,6 +146,57 @@ fn options_default_and_refuse_out_of_range_values() {
         hot.temperature = Some(bad);
         assert!(hot.validate().is_err(), "{bad}");
     }
+}
+
+#[test]
+fn overrides_change_only_the_fields_they_set() {
+    let mut defaults = AgentOptions::default();
+    defaults.max_steps = NonZeroU32::new(7).unwrap();
+    defaults.system_prompt = Some("be brief".into());
+    defaults.temperature = Some(0.2);
+    let none = AgentOverrides::default();
+    assert_eq!(none.apply_to(&defaults), defaults);
+    let warmer = AgentOverrides {
+        temperature: Some(1.0),
+        ..AgentOverrides::default()
+    };
+    let merged = warmer.apply_to(&defaults);
+    assert_eq!(merged.temperature, Some(1.0));
+    assert_eq!(
+        merged.max_steps.get(),
+        7,
+        "an unset step limit keeps the default"
+    );
+    assert_eq!(merged.system_prompt.as_deref(), Some("be brief"));
+    let all = AgentOverrides {
+        system_prompt: Some("x".into()),
+        max_output_tokens: NonZeroU32::new(9),
+        temperature: Some(0.0),
+        reasoning: Some(dsh_llm::ReasoningEffort::High),
+        max_steps: NonZeroU32::new(2),
+    };
+    let merged = all.apply_to(&defaults);
+    assert_eq!(
+        (
+            merged.system_prompt.as_deref(),
+            merged.max_output_tokens.map(NonZeroU32::get),
+            merged.temperature,
+            merged.reasoning,
+            merged.max_steps.get()
+        ),
+        (
+            Some("x"),
+            Some(9),
+            Some(0.0),
+            Some(dsh_llm::ReasoningEffort::High),
+            2
+        )
+    );
+    let too_hot = AgentOverrides {
+        temperature: Some(3.0),
+        ..AgentOverrides::default()
+    };
+    assert!(too_hot.validate().is_err());
 }
 
 #[test]

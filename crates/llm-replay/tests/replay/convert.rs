@@ -33,7 +33,7 @@ fn a_session_log_becomes_a_script() {
         ("step/start", json!({"turn": 1, "step": 1})),
         (
             "user/message",
-            json!({"turn": 1, "step": 1, "message": {"content": "list files"}}),
+            json!({"turn": 1, "step": 1, "message": {"id": "m1", "text": "list files", "source": {"kind": "user"}}}),
         ),
         (
             "assistant/message",
@@ -100,4 +100,29 @@ fn a_session_log_becomes_a_script() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// A log written by the built binary (the dsh-agent fixture) converts through the same record
+/// types the loop wrote it with: its first prompt is the script's prompt, and each finished
+/// answer an entry.
+#[test]
+fn a_stored_log_of_the_binary_becomes_a_script() {
+    const FIXTURE: &str =
+        include_str!("../../../agent/tests/fixtures/log-before-typed-records.jsonl");
+    let events: Vec<Arc<SessionEvent>> = FIXTURE
+        .lines()
+        .skip(1)
+        .map(|line| Arc::new(SessionEvent::decode(line.as_bytes()).unwrap()))
+        .collect();
+    let script = ReplayScript::from_session_events("stored", &events);
+    assert_eq!(script.prompt.as_deref(), Some("Look at this"));
+    let endings: Vec<&Ending> = script.entries.iter().map(|e| &e.ending).collect();
+    assert_eq!(endings.len(), 6, "{endings:?}");
+    assert_eq!(endings[3], &Ending::Finish(FinishReason::Length));
+    assert!(matches!(endings[4], Ending::Error(e) if e.kind == ModelErrorKind::RateLimited));
+    assert_eq!(
+        script.entries[0].usage.as_ref().map(|u| u.input_tokens),
+        Some(120),
+        "usage is carried over"
+    );
 }

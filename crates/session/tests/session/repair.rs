@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_session::repair::{
-    NOT_STARTED_CODE, NOT_STARTED_TEXT, OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_TEXT,
+    NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN,
     interrupted_turn_closers,
 };
 use dsh_session::{EventType, SessionEvent, ToolResultRecord};
@@ -91,12 +91,12 @@ fn pending_calls_get_synthetic_results_in_registration_order() {
     let a: ToolResultRecord = serde_json::from_str(closers[0].data.get()).unwrap();
     assert_eq!((a.call_id.as_str(), a.name.as_str()), ("a", "bash"));
     assert!(a.is_error);
-    assert_eq!(a.error_code.as_deref(), Some(OUTCOME_UNKNOWN_CODE));
+    assert_eq!(a.error_code.as_deref(), Some(TOOL_OUTCOME_UNKNOWN));
     assert_eq!(a.content, OUTCOME_UNKNOWN_TEXT);
     assert_eq!(a.call_seq, Some(3));
     let b: ToolResultRecord = serde_json::from_str(closers[1].data.get()).unwrap();
     assert_eq!(b.call_id, "b");
-    assert_eq!(b.error_code.as_deref(), Some(NOT_STARTED_CODE));
+    assert_eq!(b.error_code.as_deref(), Some(TOOL_NOT_STARTED));
     assert_eq!(b.content, NOT_STARTED_TEXT);
     assert_eq!(b.call_seq, None);
     assert_eq!(

@@ -409,7 +409,7 @@ async fn observer_panics_are_contained() {
 }
 
 #[tokio::test]
-async fn snapshots_are_stable_and_history_is_model_visible_events() {
+async fn snapshots_are_stable_and_a_tail_is_read_from_a_seq() {
     let store = SessionStore::new();
     let s = store.create(spec("h")).await.unwrap();
     let before = s.events();
@@ -451,8 +451,9 @@ async fn snapshots_are_stable_and_history_is_model_visible_events() {
         s.append(&kind(k), data).unwrap();
     }
     assert_eq!(before.len(), 0, "a held snapshot never changes");
-    let history: Vec<u64> = s.history().iter().map(|e| e.seq).collect();
-    assert_eq!(history, [2, 5, 6, 7]);
+    let tail: Vec<u64> = s.events_from(7).iter().map(|e| e.seq).collect();
+    assert_eq!(tail, [7, 8, 9]);
+    assert!(s.events_from(10).is_empty() && s.events_from(u64::MAX).is_empty());
 }
 
 #[tokio::test]

@@ -1,0 +1,213 @@
+//! The projection: what the model is shown of a log, whole or read in pieces.
+
+use std::sync::Arc;
+
+use dsh_llm::Message;
+use dsh_session::{EventType, SessionEvent};
+use serde_json::{Value, json};
+
+use super::{Projection, project};
+
+fn log(entries: &[(&str, Value)]) -> Vec<Arc<SessionEvent>> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(seq, (kind, data))| {
+            Arc::new(SessionEvent {
+                seq: seq as u64,
+                kind: EventType::new(kind).unwrap(),
+                time: 0,
+                ignorable: false,
+                data: serde_json::value::RawValue::from_string(data.to_string()).unwrap(),
+            })
+        })
+        .collect()
+}
+
+fn user(turn: u32, step: u32, text: &str) -> (&'static str, Value) {
+    (
+        "user/message",
+        json!({"turn": turn, "step": step,
+               "message": {"id": text, "text": text, "source": {"kind": "user"}}}),
+    )
+}
+
+fn answer(turn: u32, step: u32, text: &str, calls: Value) -> (&'static str, Value) {
+    (
+        "assistant/message",
+        json!({"turn": turn, "step": step, "model": "m", "finish": "stop",
+               "message": {"role": "assistant", "content": text, "tool_calls": calls}}),
+    )
+}
+
+fn mark(kind: &'static str, turn: u32, step: u32) -> (&'static str, Value) {
+    (kind, json!({"turn": turn, "step": step}))
+}
+
+fn result(call: &str, content: &str) -> (&'static str, Value) {
+    (
+        "tool/result",
+        json!({"turn": 1, "step": 1, "call_id": call, "name": "bash",
+               "content": content, "is_error": false}),
+    )
+}
+
+fn said(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::System { content } => format!("system:{content}"),
+            Message::User { content } => format!("user:{content}"),
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => format!("assistant:{content}:{}", tool_calls.len()),
+            Message::Tool { call_id, content } => format!("tool:{call_id}:{content}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_step_projects_its_prompt_answer_and_results_in_log_order() {
+    let events = log(&[
+        ("turn/start", json!({"turn": 1})),
+        mark("step/start", 1, 1),
+        user(1, 1, "list"),
+        (
+            "assistant/chunk",
+            json!({"turn": 1, "step": 1, "chunk": {"text_delta": "ok"}}),
+        ),
+        answer(
+            1,
+            1,
+            "ok",
+            json!([{"id": "c", "name": "bash", "arguments": "{}"}]),
+        ),
+        (
+            "tool/call",
+            json!({"turn": 1, "step": 1, "call_id": "c", "name": "bash", "arguments": "{}"}),
+        ),
+        result("c", "a b"),
+        mark("step/end", 1, 1),
+    ]);
+    assert_eq!(
+        said(&project(&events)),
+        ["user:list", "assistant:ok:1", "tool:c:a b"]
+    );
+}
+
+#[test]
+fn a_prompt_whose_step_closed_without_an_answer_is_left_out() {
+    let events = log(&[
+        mark("step/start", 1, 1),
+        user(1, 1, "withdrawn"),
+        mark("step/end", 1, 1),
+        mark("step/start", 2, 1),
+        user(2, 1, "kept"),
+        answer(2, 1, "yes", json!([])),
+        mark("step/end", 2, 1),
+    ]);
+    assert_eq!(said(&project(&events)), ["user:kept", "assistant:yes:0"]);
+}
+
+#[test]
+fn an_open_step_shows_its_prompt_until_it_closes_unanswered() {
+    let events = log(&[
+        mark("step/start", 1, 1),
+        user(1, 1, "pending"),
+        mark("step/end", 1, 1),
+    ]);
+    let mut projection = Projection::default();
+    projection.extend(&events[..2]);
+    assert_eq!(said(&projection.messages()), ["user:pending"]);
+    projection.extend(&events[2..]);
+    assert!(projection.messages().is_empty());
+}
+
+#[test]
+fn an_empty_answer_is_left_out_and_an_interrupted_one_with_text_kept() {
+    let events = log(&[
+        mark("step/start", 1, 1),
+        user(1, 1, "a"),
+        answer(1, 1, "  ", json!([])),
+        mark("step/end", 1, 1),
+        mark("step/start", 2, 1),
+        user(2, 1, "b"),
+        (
+            "assistant/message",
+            json!({"turn": 2, "step": 1, "model": "m", "interrupted": true,
+                   "message": {"role": "assistant", "content": "half", "tool_calls": []}}),
+        ),
+        mark("step/end", 2, 1),
+    ]);
+    assert_eq!(
+        said(&project(&events)),
+        ["user:a", "user:b", "assistant:half:0"]
+    );
+}
+
+#[test]
+fn events_already_read_or_past_a_gap_are_ignored() {
+    let events = log(&[
+        mark("step/start", 1, 1),
+        user(1, 1, "once"),
+        user(1, 1, "twice"),
+    ]);
+    let mut projection = Projection::default();
+    projection.extend(&events[..2]);
+    projection.extend(&events[..2]);
+    projection.extend(&events[2..2]);
+    assert_eq!(projection.next_seq(), 2);
+    assert_eq!(said(&projection.messages()), ["user:once"]);
+    let mut gapped = Projection::default();
+    gapped.extend(&events[1..]);
+    assert_eq!(gapped.next_seq(), 0);
+}
+
+#[test]
+fn a_damaged_record_is_skipped_and_the_rest_projected() {
+    let events = log(&[
+        (
+            "user/message",
+            json!({"turn": 1, "step": 1, "message": "not a message"}),
+        ),
+        user(1, 1, "fine"),
+    ]);
+    assert_eq!(said(&project(&events)), ["user:fine"]);
+}
+
+/// A stored log of today's format, read in every split: reading in pieces projects what
+/// reading it whole does.
+#[test]
+fn reading_a_log_in_pieces_projects_what_reading_it_whole_does() {
+    const FIXTURE: &str =
+        include_str!("../../../agent/tests/fixtures/log-before-typed-records.jsonl");
+    let events: Vec<Arc<SessionEvent>> = FIXTURE
+        .lines()
+        .skip(1)
+        .map(|line| Arc::new(SessionEvent::decode(line.as_bytes()).unwrap()))
+        .collect();
+    let whole = project(&events);
+    assert_eq!(
+        said(&whole)[..4],
+        [
+            "user:Look at this",
+            "assistant:Looking around.:1",
+            "tool:call_0_2:hi\n[exit code: 3]",
+            "assistant::2"
+        ]
+    );
+    assert!(said(&whole).contains(&"assistant:partial answer:0".to_owned()));
+    assert!(
+        !said(&whole).contains(&"user:now fail".to_owned()),
+        "the prompt of a turn that failed before an answer is withdrawn"
+    );
+    for split in 0..=events.len() {
+        let mut projection = Projection::default();
+        projection.extend(&events[..split]);
+        let _ = projection.messages();
+        projection.extend(&events[split..]);
+        assert_eq!(projection.messages(), whole, "split at {split}");
+    }
+}

@@ -1,0 +1,92 @@
+//! What a stored log says about continuing it: whether it leaves a turn open, and which turn
+//! comes next. Pure functions over the loaded events, so a resume decides the same way every
+//! time.
+
+use std::sync::Arc;
+
+use dsh_session::{EventType, SessionEvent, TurnStart};
+
+/// Why a loaded log cannot be continued: a turn or step it leaves open.
+pub(crate) fn open_turn(events: &[Arc<SessionEvent>]) -> Option<String> {
+    let (mut turn, mut step) = (false, false);
+    for event in events {
+        match event.kind.as_str() {
+            EventType::TURN_START => turn = true,
+            EventType::TURN_END => {
+                turn = false;
+                step = false;
+            }
+            EventType::STEP_START => step = true,
+            EventType::STEP_END => step = false,
+            _ => {}
+        }
+    }
+    match (turn, step) {
+        (_, true) => Some("the log ends inside a step".into()),
+        (true, false) => Some("the log ends inside a turn".into()),
+        _ => None,
+    }
+}
+
+/// The number of the last turn the log started (0 for none): the next turn is one more.
+pub(crate) fn last_turn(events: &[Arc<SessionEvent>]) -> u32 {
+    events
+        .iter()
+        .rev()
+        .filter(|e| e.kind.as_str() == EventType::TURN_START)
+        .find_map(|e| serde_json::from_str::<TurnStart>(e.data.get()).ok())
+        .map_or(0, |t| t.turn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    fn log(kinds: &[(&str, &str)]) -> Vec<Arc<SessionEvent>> {
+        kinds
+            .iter()
+            .enumerate()
+            .map(|(seq, (kind, data))| {
+                Arc::new(SessionEvent {
+                    seq: seq as u64,
+                    kind: EventType::new(kind).unwrap(),
+                    time: 0,
+                    ignorable: false,
+                    data: RawValue::from_string((*data).to_owned()).unwrap(),
+                })
+            })
+            .collect()
+    }
+
+    const START: (&str, &str) = ("turn/start", r#"{"turn":4}"#);
+    const STEP: (&str, &str) = ("step/start", r#"{"turn":4,"step":1}"#);
+    const STEP_END: (&str, &str) = ("step/end", r#"{"turn":4,"step":1}"#);
+    const END: (&str, &str) = ("turn/end", r#"{"turn":4,"reason":{"kind":"completed"}}"#);
+
+    #[test]
+    fn a_log_is_continued_only_when_every_turn_and_step_is_closed() {
+        assert_eq!(open_turn(&[]), None);
+        assert_eq!(open_turn(&log(&[START, STEP, STEP_END, END])), None);
+        assert_eq!(
+            open_turn(&log(&[START, STEP])).as_deref(),
+            Some("the log ends inside a step")
+        );
+        assert_eq!(
+            open_turn(&log(&[START, STEP, STEP_END])).as_deref(),
+            Some("the log ends inside a turn")
+        );
+    }
+
+    #[test]
+    fn the_next_turn_follows_the_last_one_started() {
+        assert_eq!(last_turn(&[]), 0);
+        assert_eq!(last_turn(&log(&[START, STEP, STEP_END, END])), 4);
+        let damaged = ("turn/start", r#"{"turn":"five"}"#);
+        assert_eq!(
+            last_turn(&log(&[START, END, damaged])),
+            4,
+            "a damaged turn/start is passed over"
+        );
+    }
+}

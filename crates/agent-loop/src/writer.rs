@@ -1,0 +1,57 @@
+//! The session writer of one turn: every event of the turn is appended through it, and it
+//! remembers what the session refused so the turn can end with that failure.
+
+use std::sync::Arc;
+
+use dsh_session::{EventType, Failure, SessionError, SessionEvent, failure_code};
+use serde::Serialize;
+
+use crate::agent::LoopAgent;
+
+/// Appends on behalf of one turn and remembers what the session refused.
+pub(crate) struct Writer<'a> {
+    pub(crate) agent: &'a LoopAgent,
+    /// The session was detached: nothing more is written.
+    pub(crate) dead: bool,
+    /// The first refused append of another kind.
+    pub(crate) refused: Option<Failure>,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) fn new(agent: &'a LoopAgent) -> Writer<'a> {
+        Writer {
+            agent,
+            dead: false,
+            refused: None,
+        }
+    }
+
+    pub(crate) fn append<T: Serialize + ?Sized>(
+        &mut self,
+        kind: &EventType,
+        data: &T,
+    ) -> Option<Arc<SessionEvent>> {
+        if self.dead {
+            return None;
+        }
+        match self.agent.session.append(kind, data) {
+            Ok(event) => Some(event),
+            Err(err) => {
+                tracing::error!(agent = %self.agent.id, event = kind.as_str(), "the session refused an event: {err}");
+                if matches!(err, SessionError::Detached { .. }) {
+                    self.dead = true;
+                } else if self.refused.is_none() {
+                    self.refused = Some(Failure::new(failure_code::SESSION, err.to_string()));
+                }
+                None
+            }
+        }
+    }
+
+    /// Why the turn must end because of the session: its first refusal, or the detach.
+    pub(crate) fn session_failure(&self) -> Failure {
+        self.refused
+            .clone()
+            .unwrap_or_else(|| Failure::new(failure_code::SESSION, "the session was detached"))
+    }
+}

@@ -1,0 +1,240 @@
+//! The durable records of a turn: one payload type per event kind the agent loop writes,
+//! defined once and read back by every consumer through the same types.
+//!
+//! The loop writes each record with `Session::append`; the history projection, the CLI
+//! renderer, the ACP renderer and the replay converter read them with [`Record::decode`].
+//! Field names are the log format: old logs load unchanged, fields a newer dsh adds are
+//! ignored, and every field added here must be optional when read (`#[serde(default)]`).
+//! The turn and step markers and the tool records live with crash repair in `dsh-session`,
+//! which sits below the model vocabulary; they are re-exported here so that one module names
+//! the whole vocabulary.
+//!
+//! ```
+//! use dsh_agent::record::{Chunk, Record};
+//! use dsh_session::{EventType, SessionEvent};
+//! use serde_json::value::RawValue;
+//!
+//! let event = SessionEvent {
+//!     seq: 3,
+//!     kind: EventType::new("assistant/chunk").unwrap(),
+//!     time: 0,
+//!     ignorable: false,
+//!     data: RawValue::from_string(
+//!         r#"{"turn":1,"step":1,"chunk":{"text_delta":"Hi"}}"#.to_owned(),
+//!     )
+//!     .unwrap(),
+//! };
+//! match Record::decode(&event).unwrap() {
+//!     Record::AssistantChunk(chunk) => assert_eq!(chunk.chunk, Chunk::TextDelta("Hi".into())),
+//!     other => panic!("{other:?}"),
+//! }
+//! ```
+
+use dsh_llm::{FinishReason, Message, ToolCall, Usage};
+use dsh_session::{EventType, SessionEvent};
+use serde::{Deserialize, Serialize};
+
+use crate::message::UserMessage;
+
+pub use dsh_session::{StepMark, ToolCallRecord, ToolResultRecord, TurnEnd, TurnStart};
+
+/// `user/message`: a message the turn claimed at the start of a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserMessageRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step that claimed it.
+    pub step: u32,
+    /// The message as it was accepted.
+    pub message: UserMessage,
+}
+
+/// One streamed piece of the model's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Chunk {
+    /// A piece of reasoning.
+    ReasoningDelta(String),
+    /// A piece of visible text.
+    TextDelta(String),
+}
+
+impl Chunk {
+    /// The piece's text, whichever kind it is.
+    pub fn text(&self) -> &str {
+        match self {
+            Chunk::ReasoningDelta(text) | Chunk::TextDelta(text) => text,
+        }
+    }
+}
+
+/// `assistant/chunk`: one streamed piece, written as it arrives (never model-visible: the
+/// step's `assistant/message` is).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantChunkRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// The piece.
+    pub chunk: Chunk,
+}
+
+/// The role tag of an assistant reply: always `"assistant"`, so a reply reads as the
+/// model seam's `Message::Assistant`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AssistantRole {
+    /// The only role a reply has.
+    #[default]
+    Assistant,
+}
+
+/// What the model answered in one step.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantReply {
+    /// Always `assistant` (the log stores the reply as a tagged model message).
+    #[serde(default)]
+    pub role: AssistantRole,
+    /// The visible text.
+    #[serde(default)]
+    pub content: String,
+    /// The reasoning, when the model produced any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// The tools the model asked for (none in an interrupted or truncated reply).
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl AssistantReply {
+    /// Whether the reply holds nothing the model could be shown: no text, no reasoning and
+    /// no calls (whitespace counts as nothing).
+    pub fn is_empty(&self) -> bool {
+        self.content.trim().is_empty()
+            && self
+                .reasoning
+                .as_deref()
+                .is_none_or(|r| r.trim().is_empty())
+            && self.tool_calls.is_empty()
+    }
+
+    /// The reply as a model message.
+    pub fn to_message(&self) -> Message {
+        Message::Assistant {
+            content: self.content.clone(),
+            reasoning: self.reasoning.clone(),
+            tool_calls: self.tool_calls.clone(),
+        }
+    }
+}
+
+/// `assistant/message`: the step's whole answer, written once the stream finished, failed or
+/// was cancelled (then `interrupted`, and only when something was streamed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessageRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// The answer.
+    pub message: AssistantReply,
+    /// The model that answered (`replay:<script>` for the replay model).
+    #[serde(default)]
+    pub model: String,
+    /// Why the stream finished; absent when it did not (an interrupted reply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<FinishReason>,
+    /// The server's token accounting, when it reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The stream was cut short (cancel or failure): what the user already saw is kept, and
+    /// no tool call of it ever runs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interrupted: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// One event of a session log, as the agent vocabulary reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Record {
+    /// `turn/start`.
+    TurnStart(TurnStart),
+    /// `turn/end`.
+    TurnEnd(TurnEnd),
+    /// `step/start`.
+    StepStart(StepMark),
+    /// `step/end`.
+    StepEnd(StepMark),
+    /// `user/message`.
+    UserMessage(UserMessageRecord),
+    /// `assistant/chunk`.
+    AssistantChunk(AssistantChunkRecord),
+    /// `assistant/message`.
+    AssistantMessage(AssistantMessageRecord),
+    /// `tool/call`.
+    ToolCall(ToolCallRecord),
+    /// `tool/result`.
+    ToolResult(ToolResultRecord),
+    /// A kind outside this vocabulary (a plugin's, or an ignorable one of a newer dsh): its
+    /// payload stays opaque.
+    Other,
+}
+
+/// A record whose payload does not fit its kind's type.
+#[derive(Debug, thiserror::Error)]
+#[error("event {seq} ({kind}) does not hold a valid record: {source}")]
+pub struct RecordError {
+    /// The event's seq.
+    pub seq: u64,
+    /// The event's kind.
+    pub kind: EventType,
+    /// What did not fit.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+impl Record {
+    /// Reads `event`'s payload as the type of its kind.
+    pub fn decode(event: &SessionEvent) -> Result<Record, RecordError> {
+        let data = event.data.get();
+        let parsed = match event.kind.as_str() {
+            EventType::TURN_START => serde_json::from_str(data).map(Record::TurnStart),
+            EventType::TURN_END => serde_json::from_str(data).map(Record::TurnEnd),
+            EventType::STEP_START => serde_json::from_str(data).map(Record::StepStart),
+            EventType::STEP_END => serde_json::from_str(data).map(Record::StepEnd),
+            EventType::USER_MESSAGE => serde_json::from_str(data).map(Record::UserMessage),
+            EventType::ASSISTANT_CHUNK => serde_json::from_str(data).map(Record::AssistantChunk),
+            EventType::ASSISTANT_MESSAGE => {
+                serde_json::from_str(data).map(Record::AssistantMessage)
+            }
+            EventType::TOOL_CALL => serde_json::from_str(data).map(Record::ToolCall),
+            EventType::TOOL_RESULT => serde_json::from_str(data).map(Record::ToolResult),
+            _ => Ok(Record::Other),
+        };
+        parsed.map_err(|source| RecordError {
+            seq: event.seq,
+            kind: event.kind.clone(),
+            source,
+        })
+    }
+
+    /// The turn the record belongs to, for the kinds that carry one.
+    pub fn turn(&self) -> Option<u32> {
+        match self {
+            Record::TurnStart(TurnStart { turn })
+            | Record::TurnEnd(TurnEnd { turn, .. })
+            | Record::StepStart(StepMark { turn, .. })
+            | Record::StepEnd(StepMark { turn, .. })
+            | Record::UserMessage(UserMessageRecord { turn, .. })
+            | Record::AssistantChunk(AssistantChunkRecord { turn, .. })
+            | Record::AssistantMessage(AssistantMessageRecord { turn, .. })
+            | Record::ToolCall(ToolCallRecord { turn, .. })
+            | Record::ToolResult(ToolResultRecord { turn, .. }) => Some(*turn),
+            Record::Other => None,
+        }
+    }
+}
