@@ -52,6 +52,66 @@ fn the_demo_runs_real_bash_through_the_whole_stack_and_stores_the_session() {
 }
 
 #[test]
+fn a_debug_log_shows_the_structure_of_a_turn() {
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .dsh(["run", "--replay", "demo", DEMO_PROMPT])
+        .env("DSH_LOG", "dsh_agent_loop=debug")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    let id = sandbox.first_session_id();
+    // Each line names its place: the turn (with the session), the step, the call.
+    let loop_lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("dsh_agent_loop"))
+        .collect();
+    let says = |line: &str, span: &str, event: &str| line.contains(span) && line.contains(event);
+    let turn = format!("turn{{session={id} turn=1}}");
+    let expected: Vec<(String, &str)> = vec![
+        (turn.clone(), "turn started"),
+        (
+            format!("{turn}:step{{step=1}}:model_call{{model=replay:demo"),
+            "model call ended",
+        ),
+        (
+            format!("{turn}:step{{step=1}}:tool_call{{tool=bash"),
+            "tool call ended",
+        ),
+        (format!("{turn}:step{{step=1}}:"), "step ended"),
+        (
+            format!("{turn}:step{{step=2}}:model_call"),
+            "model call ended",
+        ),
+        (
+            format!("{turn}:step{{step=2}}:tool_call"),
+            "tool call ended",
+        ),
+        (format!("{turn}:step{{step=2}}:"), "step ended"),
+        (
+            format!("{turn}:step{{step=3}}:model_call"),
+            "model call ended",
+        ),
+        (format!("{turn}:step{{step=3}}:"), "step ended"),
+        (turn.clone(), "turn ended"),
+    ];
+    assert_eq!(loop_lines.len(), expected.len(), "{stderr}");
+    for (line, (span, event)) in loop_lines.iter().zip(&expected) {
+        assert!(says(line, span, event), "{line:?} is not {span} {event}");
+        assert!(
+            line.contains("elapsed_ms=") || *event == "turn started",
+            "{line}"
+        );
+    }
+    assert!(
+        loop_lines[9].contains("reason=\"completed\""),
+        "{}",
+        loop_lines[9]
+    );
+}
+
+#[test]
 fn json_mode_prints_one_object_per_line_from_session_to_turn_end() {
     let sandbox = Sandbox::new();
     let out = sandbox

@@ -5,12 +5,15 @@
 //! no parking) or goes idle and ends.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use dsh_agent::{AgentEvent, AgentStatus, TurnOutcome};
 use dsh_session::{Failure, failure_code};
 use futures::FutureExt;
+use tracing::Instrument;
 
 use crate::agent::LoopAgent;
+use crate::trace::elapsed_ms;
 use crate::turn::{TurnRecord, run_turn};
 
 pub(crate) async fn drive(agent: Arc<LoopAgent>) {
@@ -34,9 +37,13 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
         // A panic in the loop itself is contained: the turn ends `error{internal}` and the
         // agent runs the next message normally.
         let mut tickets = Vec::new();
+        let span = tracing::info_span!("turn", session = %agent.id, turn = number);
+        span.in_scope(|| tracing::info!(messages = claim.len(), "turn started"));
+        let started = Instant::now();
         let ran =
             std::panic::AssertUnwindSafe(run_turn(&agent, number, token, claim, &mut tickets))
                 .catch_unwind()
+                .instrument(span.clone())
                 .await;
         let record = match ran {
             Ok(record) => record,
@@ -46,6 +53,13 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
                 close_after_panic(&agent, number, &message)
             }
         };
+        span.in_scope(|| {
+            tracing::info!(
+                reason = record.reason.kind(),
+                elapsed_ms = elapsed_ms(started),
+                "turn ended"
+            );
+        });
         if record.recorded
             && let Err(err) = agent.store.flush(&agent.id).await
         {

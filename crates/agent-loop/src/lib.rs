@@ -37,6 +37,7 @@ mod shared;
 mod step;
 mod stored;
 mod tools;
+mod trace;
 mod turn;
 mod verbs;
 mod writer;

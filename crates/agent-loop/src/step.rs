@@ -1,6 +1,8 @@
 //! One step: the pre-request barrier, the model request built from the log, the streamed
 //! answer, and the tool phase.
 
+use std::time::Instant;
+
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{AssistantChunkRecord, AssistantMessageRecord, AssistantReply, Chunk};
 use dsh_kernel::CancellationToken;
@@ -11,9 +13,11 @@ use dsh_llm::{
 use dsh_session::{Failure, failure_code};
 use dsh_tools::{ToolRegistry, ToolSet};
 use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
 
 use crate::agent::LoopAgent;
 use crate::tools::{PhaseEnd, run_tools};
+use crate::trace::elapsed_ms;
 use crate::writer::Writer;
 
 /// How a step ended.
@@ -82,6 +86,10 @@ pub(crate) async fn run_step(
     };
     let request = build_request(agent, &tools);
     let mut answer = Answer::default();
+    let model_name = model.info().model.clone();
+    let span =
+        tracing::debug_span!("model_call", model = %model_name, messages = request.messages.len());
+    let started = Instant::now();
     let streamed = stream_answer(
         writer,
         turn,
@@ -91,9 +99,24 @@ pub(crate) async fn run_step(
         request,
         &mut answer,
     )
+    .instrument(span.clone())
     .await;
+    span.in_scope(|| {
+        let outcome = match &streamed {
+            Streamed::Finished => "finished",
+            Streamed::Cancelled => "cancelled",
+            Streamed::Failed(_) => "failed",
+        };
+        tracing::debug!(
+            outcome,
+            tool_calls = answer.calls.len(),
+            input_tokens = answer.usage.as_ref().map(|u| u.input_tokens),
+            output_tokens = answer.usage.as_ref().map(|u| u.output_tokens),
+            elapsed_ms = elapsed_ms(started),
+            "model call ended"
+        );
+    });
     let kinds = &agent.shared.kinds;
-    let model_name = model.info().model.clone();
     match streamed {
         Streamed::Cancelled => {
             write_interrupted(writer, turn, step, &answer, &model_name);

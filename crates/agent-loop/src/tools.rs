@@ -3,6 +3,7 @@
 //! and cancellation honoured between parsing a call and running it.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use dsh_kernel::{CancellationToken, TaskHandle};
 use dsh_llm::ToolCall;
@@ -14,7 +15,9 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
+use crate::trace::elapsed_ms;
 use crate::writer::Writer;
 
 /// Said of a call cancelled before it started.
@@ -267,13 +270,21 @@ impl Phase<'_, '_> {
         .with_call(self.slots[index].call.id.clone(), self.turn, self.step);
         let (tx, rx) = oneshot::channel::<BodyResult>();
         let body = tool.call(args, cx);
-        let spawned = agent.scope.spawn(async move {
-            let outcome = std::panic::AssertUnwindSafe(body)
-                .catch_unwind()
-                .await
-                .map_err(|payload| dsh_kernel::panic_message(payload.as_ref()));
-            let _ = tx.send(outcome);
-        });
+        let call = &self.slots[index].call;
+        let span = tracing::debug_span!("tool_call", tool = %call.name, call_id = %call.id);
+        let spawned = agent.scope.spawn(
+            async move {
+                let started = Instant::now();
+                let outcome = std::panic::AssertUnwindSafe(body)
+                    .catch_unwind()
+                    .await
+                    .map_err(|payload| dsh_kernel::panic_message(payload.as_ref()));
+                let failed = !matches!(outcome, Ok(Ok(ref output)) if !output.is_error);
+                tracing::debug!(failed, elapsed_ms = elapsed_ms(started), "tool call ended");
+                let _ = tx.send(outcome);
+            }
+            .instrument(span),
+        );
         match spawned {
             Ok(handle) => {
                 self.slots[index].handle = Some(handle);

@@ -4,12 +4,16 @@
 
 use dsh_agent::record::UserMessageRecord;
 use dsh_agent::{TicketSender, TurnEndReason};
+use std::time::Instant;
+
 use dsh_kernel::CancellationToken;
 use dsh_session::{StepMark, TurnEnd, TurnStart};
+use tracing::Instrument;
 
 use crate::agent::LoopAgent;
 use crate::inbox::Pending;
 use crate::step::{StepEnd, run_step};
+use crate::trace::elapsed_ms;
 use crate::writer::Writer;
 
 /// How a turn went, for its tickets.
@@ -65,7 +69,22 @@ pub(crate) async fn run_turn(
                 failure: writer.session_failure(),
             })
         } else {
-            run_step(&mut writer, number, step, &token).await
+            let span = tracing::debug_span!("step", step);
+            let started = Instant::now();
+            let end = run_step(&mut writer, number, step, &token)
+                .instrument(span.clone())
+                .await;
+            span.in_scope(|| match &end {
+                StepEnd::End(reason) => tracing::debug!(
+                    ends_turn = reason.kind(),
+                    elapsed_ms = elapsed_ms(started),
+                    "step ended"
+                ),
+                StepEnd::Continue { tools_ran } => {
+                    tracing::debug!(tools_ran, elapsed_ms = elapsed_ms(started), "step ended")
+                }
+            });
+            end
         };
         writer.append(&kinds.step_end, &mark);
         let end = match (end, &writer.refused) {

@@ -193,7 +193,8 @@ impl Renderer {
                 }
                 let line = match &end.reason {
                     TurnEndReason::Error { failure } => format!("[error: {}]\n", failure.message),
-                    other => format!("[{}]\n", reason_kind(other).replace('_', " ")),
+                    TurnEndReason::Unknown => "[ended]\n".to_owned(),
+                    other => format!("[{}]\n", other.kind().replace('_', " ")),
                 };
                 self.out(line.as_bytes());
                 state.at_line_start = true;
@@ -284,20 +285,6 @@ fn count_usage(state: &mut State, answer: &AssistantMessageRecord) {
         state.input_tokens += usage.input_tokens;
         state.output_tokens += usage.output_tokens;
         state.cache_hit_tokens += usage.cache_hit_tokens.unwrap_or(0);
-    }
-}
-
-/// A turn end's `kind` as the log spells it (`max_tokens`, `aborted`, …).
-fn reason_kind(reason: &TurnEndReason) -> &'static str {
-    match reason {
-        TurnEndReason::Completed => "completed",
-        TurnEndReason::MaxTokens => "max_tokens",
-        TurnEndReason::MaxSteps => "max_steps",
-        TurnEndReason::Refusal => "refusal",
-        TurnEndReason::Aborted { .. } => "aborted",
-        TurnEndReason::Error { .. } => "error",
-        TurnEndReason::Interrupted => "interrupted",
-        TurnEndReason::Unknown => "ended",
     }
 }
 

@@ -102,6 +102,23 @@ pub enum TurnEndReason {
     Unknown,
 }
 
+impl TurnEndReason {
+    /// The `kind` the log spells this reason with (`max_tokens`, `aborted`, …; `unknown` for a
+    /// kind of a newer dsh).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TurnEndReason::Completed => "completed",
+            TurnEndReason::MaxTokens => "max_tokens",
+            TurnEndReason::MaxSteps => "max_steps",
+            TurnEndReason::Refusal => "refusal",
+            TurnEndReason::Aborted { .. } => "aborted",
+            TurnEndReason::Error { .. } => "error",
+            TurnEndReason::Interrupted => "interrupted",
+            TurnEndReason::Unknown => "unknown",
+        }
+    }
+}
+
 /// Who cancelled a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
