@@ -180,7 +180,7 @@ fn ids_are_echoed_exactly() {
 }
 
 #[test]
-fn an_over_long_line_is_refused_and_the_next_request_served() {
+fn an_over_long_line_is_refused_with_its_id_when_readable_and_the_next_request_served() {
     let sandbox = Sandbox::new();
     let config = sandbox.root.path().join("acp.toml");
     std::fs::write(&config, "[acp]\nmax_line_bytes = 65536\n").unwrap();
@@ -194,7 +194,7 @@ fn an_over_long_line_is_refused_and_the_next_request_served() {
     ]);
     command.arg("--permission").arg("allow");
     let mut acp = AcpDriver::spawn(command);
-    let mut long = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+    let mut long = json!({"jsonrpc": "2.0", "id": "long", "method": "initialize",
                           "params": {"protocolVersion": 1, "pad": ""}})
     .to_string();
     let pad = 65_537 - long.len();
@@ -203,9 +203,31 @@ fn an_over_long_line_is_refused_and_the_next_request_served() {
     acp.write_raw(format!("{long}\n").as_bytes());
     let frame = acp.next_frame().unwrap();
     assert_eq!(frame["error"]["code"], -32700);
-    assert_eq!(frame["id"], Value::Null);
+    assert_eq!(
+        frame["id"], "long",
+        "the id is read from the part within the limit"
+    );
     assert_eq!(frame["error"]["data"]["limit"], 65536);
+    // An id written after the padding is beyond the limit: unreadable, so null. (The line
+    // is left unclosed so the driver does not count it as a request it must see answered.)
+    let late = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"initialize\",\"params\":{{\"pad\":\"{}\"}},\"id\":\"late\"\n",
+        "x".repeat(70_000)
+    );
+    acp.write_raw(late.as_bytes());
+    let frame = acp.next_frame().unwrap();
+    assert_eq!(frame["error"]["code"], -32700);
+    assert_eq!(frame["id"], Value::Null);
     assert_eq!(acp.initialize(false)["protocolVersion"], 1);
+    // A prompt over the limit is answered with its id: the client does not wait forever.
+    let session = acp.new_session(&sandbox.work());
+    let huge = json!({"jsonrpc": "2.0", "id": "big", "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "y".repeat(100_000)}]}});
+    acp.write_raw(format!("{huge}\n").as_bytes());
+    let (response, _) = acp.response(&json!("big"));
+    assert_eq!(response["error"]["code"], -32700);
+    let (response, _) = acp.prompt_to_end(&session, "and a short one");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
     acp.finish();
 }
 

@@ -212,6 +212,38 @@ fn a_live_session_cannot_be_loaded_twice_and_pipelined_frames_wait_for_the_load(
     acp.finish();
 }
 
+#[test]
+fn a_prompt_waiting_for_its_load_is_cancelled_by_its_request_id_and_never_reaches_the_model() {
+    let sandbox = Sandbox::new();
+    let script = history_script(&sandbox);
+    let session = stored_session(&sandbox, &script, &["hello"]);
+    let (mut acp, calls) = AcpDriver::logging(&sandbox, &script, &["--permission", "allow"]);
+    acp.initialize(false);
+    let params = json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []});
+    let frames = [
+        json!({"jsonrpc": "2.0", "id": "L", "method": "session/load", "params": params}),
+        json!({"jsonrpc": "2.0", "id": "P", "method": "session/prompt", "params":
+            {"sessionId": session, "prompt": [{"type": "text", "text": "later"}]}}),
+        json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "P"}}),
+    ];
+    let write: String = frames.iter().map(|f| format!("{f}\n")).collect();
+    acp.write_raw(write.as_bytes());
+    let (loaded, _) = acp.response(&json!("L"));
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let (prompt, updates) = acp.response(&json!("P"));
+    assert_eq!(prompt["result"]["stopReason"], "cancelled", "{prompt}");
+    assert!(updates.is_empty(), "nothing of the prompt ran: {updates:?}");
+    let (next, _) = acp.prompt_to_end(&session, "later, again");
+    assert_eq!(next["result"]["stopReason"], "end_turn");
+    let log = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(
+        log.lines().count(),
+        1,
+        "only the second prompt called the model: {log}"
+    );
+    acp.finish();
+}
+
 #[tokio::test]
 async fn after_a_sigkill_mid_command_the_loaded_call_is_shown_failed() {
     let sandbox = Sandbox::new();

@@ -1,18 +1,16 @@
-//! The connection: its state, and the dispatch of every classified frame.
+//! The connection, and the dispatch of every frame it reads.
 //!
 //! The reader task calls [`Conn::dispatch_all`] and never waits on handler work: prompts and
 //! cancels are settled synchronously (`Agent::send` and `Agent::cancel` do not block), and
-//! creations and loads run on tasks of the bridge's scope. Frames naming a session whose
-//! load is still running wait behind that load, so one session's frames keep their order.
+//! creations and loads run on tasks of the bridge's scope. Each request is decoded once into
+//! a [`Request`] and handed, with its [`Reply`], to the handler of its variant.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use dsh_agent::AgentRegistry;
 use dsh_kernel::Scope;
 use dsh_session::{SessionPersistence, SessionStore};
 use dsh_tools::ToolRegistry;
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -20,9 +18,10 @@ use tokio_util::task::TaskTracker;
 use crate::AcpConfig;
 use crate::envelope::Incoming;
 use crate::outgoing::OutgoingTable;
-use crate::record::Record;
 use crate::reply::Reply;
-use crate::rpc::{RpcError, code, error_frame, result_frame};
+use crate::request::{Notification, Request};
+use crate::rpc::{RpcError, code};
+use crate::state::{ConnState, Deferred};
 use crate::transport::FrameSender;
 
 /// The services the bridge uses, resolved once.
@@ -33,20 +32,6 @@ pub(crate) struct Services {
     pub tools: Arc<dyn ToolRegistry>,
 }
 
-#[derive(Default)]
-pub(crate) struct State {
-    /// A successful `initialize` was answered.
-    pub initialized: bool,
-    /// The client asked for Zed's terminal cards (`_meta.terminal_output: true`).
-    pub terminal_output: bool,
-    /// Teardown began: nothing new is created.
-    pub closed: bool,
-    /// Live sessions by id.
-    pub sessions: HashMap<String, Arc<Record>>,
-    /// Ids whose `session/load` is running, with the frames waiting for it.
-    pub loading: HashMap<String, Vec<Incoming>>,
-}
-
 /// One client connection.
 pub(crate) struct Conn {
     pub config: AcpConfig,
@@ -54,7 +39,7 @@ pub(crate) struct Conn {
     pub out: FrameSender,
     /// The bridge's own scope: every task it spawns, and the owner of its agents.
     pub scope: Scope,
-    pub state: Mutex<State>,
+    pub state: ConnState,
     pub outgoing: Arc<OutgoingTable>,
     /// Creations and loads in flight; teardown waits for them.
     pub setups: TaskTracker,
@@ -62,140 +47,135 @@ pub(crate) struct Conn {
     pub closing: CancellationToken,
 }
 
+/// One frame of a read, decoded.
+enum Frame {
+    Request {
+        method: String,
+        reply: Reply,
+        request: Result<Request, RpcError>,
+    },
+    Notification(Notification),
+    Response {
+        id: Value,
+        outcome: Result<Value, Value>,
+    },
+    Refuse {
+        id: Value,
+        error: RpcError,
+    },
+}
+
 impl Conn {
     /// Handles the frames of one read, in order. A prompt that a later frame of the same
     /// read cancels never reaches its agent: the agent loop runs on other threads and could
     /// call the model before the reader gets to the cancel.
     pub(crate) fn dispatch_all(self: &Arc<Conn>, frames: Vec<Incoming>) {
+        let frames: Vec<Frame> = frames.into_iter().map(|f| self.decode(f)).collect();
         let doomed = cancelled_ahead(&frames);
         for (frame, doomed) in frames.into_iter().zip(doomed) {
-            self.dispatch_one(frame, doomed);
-        }
-    }
-
-    fn dispatch_one(self: &Arc<Conn>, incoming: Incoming, cancelled_ahead: bool) {
-        match incoming {
-            Incoming::Refuse { id, error } => self.reply(id, Err(error)),
-            Incoming::Response { id, outcome } => self.outgoing.answer(&id, outcome),
-            Incoming::Notification { method, params } => self.notification(&method, params),
-            Incoming::Request { id, method, params } => {
-                self.request(id, &method, params, cancelled_ahead);
+            match frame {
+                Frame::Refuse { id, error } => Reply::new(self.out.clone(), id).send(Err(error)),
+                Frame::Response { id, outcome } => self.outgoing.answer(&id, outcome),
+                Frame::Notification(notification) => self.notification(notification),
+                Frame::Request {
+                    method,
+                    reply,
+                    request,
+                } => self.request(&method, reply, request, doomed),
             }
         }
     }
 
-    /// Writes a response from a synchronous path without blocking it.
-    pub(crate) fn reply(self: &Arc<Conn>, id: Value, outcome: Result<Value, RpcError>) {
-        let frame = match outcome {
-            Ok(result) => result_frame(&id, result),
-            Err(error) => error_frame(&id, &error),
-        };
-        // Queued at once, so it keeps its place before a later flush-and-close; the reader
-        // never waits on a full queue (a task takes the frame then).
-        self.out.send_now(frame);
+    fn decode(&self, incoming: Incoming) -> Frame {
+        match incoming {
+            Incoming::Request { id, method, params } => Frame::Request {
+                request: Request::decode(&method, &params),
+                method,
+                reply: Reply::new(self.out.clone(), id),
+            },
+            Incoming::Notification { method, params } => {
+                tracing::debug!(%method, "notification");
+                Frame::Notification(Notification::decode(&method, params.as_ref()))
+            }
+            Incoming::Response { id, outcome } => Frame::Response { id, outcome },
+            Incoming::Refuse { id, error } => Frame::Refuse { id, error },
+        }
     }
 
-    fn request(self: &Arc<Conn>, id: Value, method: &str, params: Value, cancelled_ahead: bool) {
-        tracing::debug!(%method, %id, "request");
-        let reply = Reply::new(self.out.clone(), id);
-        let initialized = self.state.lock().initialized;
-        if method != "initialize" && !initialized {
+    fn request(
+        self: &Arc<Conn>,
+        method: &str,
+        reply: Reply,
+        request: Result<Request, RpcError>,
+        cancelled_ahead: bool,
+    ) {
+        tracing::debug!(%method, id = %reply.id(), "request");
+        if method != "initialize" && !self.state.is_initialized() {
             return reply.send(Err(RpcError::new(
                 code::INVALID_REQUEST,
                 "initialize must be called first",
             )));
         }
-        contained(method, || match method {
-            "initialize" => {
-                let answer = crate::handlers::initialize(self, &params);
-                reply.send(answer);
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => return reply.send(Err(error)),
+        };
+        contained(method, move || match request {
+            Request::Initialize { terminal_output } => {
+                reply.send(Ok(crate::handlers::initialize(self, terminal_output)));
             }
-            "authenticate" => reply.send(Ok(json!({}))),
-            "session/new" => crate::handlers::new_session(self, reply, params),
-            "session/load" => crate::handlers::load_session(self, reply, params),
-            "session/prompt" => {
-                let waits = self.defer_if_loading(&params, || Incoming::Request {
-                    id: reply.id().clone(),
-                    method: method.to_owned(),
-                    params: params.clone(),
-                });
-                if waits {
-                    // The deferred frame carries the id; it is answered when served.
-                    reply.hand_over();
-                } else {
-                    crate::handlers::prompt(self, reply, params, cancelled_ahead);
+            Request::Authenticate => reply.send(Ok(json!({}))),
+            Request::NewSession(request) => crate::handlers::new_session(self, reply, *request),
+            Request::LoadSession(request) => crate::handlers::load_session(self, reply, *request),
+            Request::Prompt(request) => {
+                let held = Deferred {
+                    reply,
+                    request,
+                    doomed: cancelled_ahead,
+                };
+                let id = held.request.session_id.0.clone();
+                if let Err(now) = self.state.defer(&id, held) {
+                    crate::handlers::prompt(self, now.reply, *now.request, now.doomed);
                 }
             }
-            other => reply.send(Err(RpcError::new(
-                code::METHOD_NOT_FOUND,
-                "Method not found",
-            )
-            .with_data(json!({ "method": other })))),
         });
     }
 
-    fn notification(self: &Arc<Conn>, method: &str, params: Option<Value>) {
-        tracing::debug!(%method, "notification");
-        if !self.state.lock().initialized {
+    fn notification(self: &Arc<Conn>, notification: Notification) {
+        if !self.state.is_initialized() {
             return;
         }
-        let Some(params) = params else { return };
-        match method {
-            "session/cancel" => {
-                let waits = self.defer_if_loading(&params, || Incoming::Notification {
-                    method: method.to_owned(),
-                    params: Some(params.clone()),
-                });
-                if !waits {
-                    contained(method, || crate::handlers::cancel(self, &params));
-                }
-            }
-            "$/cancel_request" => contained(method, || {
-                crate::handlers::cancel_request(self, &params);
-            }),
-            _ => {}
-        }
-    }
-
-    /// Serves, in order, frames that waited for their session's load (it has answered).
-    pub(crate) fn dispatch_deferred(self: &Arc<Conn>, frames: Vec<Incoming>) {
-        let doomed = cancelled_ahead(&frames);
-        for (frame, doomed) in frames.into_iter().zip(doomed) {
-            match frame {
-                Incoming::Request { id, method, params } if method == "session/prompt" => {
-                    let reply = Reply::new(self.out.clone(), id);
-                    contained(&method, || {
-                        crate::handlers::prompt(self, reply, params, doomed);
+        match notification {
+            Notification::Cancel { session_id } => {
+                if !self.state.cancel_deferred(&session_id) {
+                    contained("session/cancel", || {
+                        crate::handlers::cancel(self, &session_id);
                     });
                 }
-                Incoming::Notification {
-                    method,
-                    params: Some(params),
-                } if method == "session/cancel" => {
-                    contained(&method, || crate::handlers::cancel(self, &params));
+            }
+            Notification::CancelRequest { request_id } => {
+                if !self.state.cancel_deferred_request(&request_id) {
+                    contained("$/cancel_request", || {
+                        crate::handlers::cancel_request(self, &request_id);
+                    });
                 }
-                other => self.dispatch_one(other, doomed),
             }
+            Notification::Ignored => {}
         }
     }
 
-    /// Holds a frame back when it names a session whose load is running; true if it did.
-    fn defer_if_loading(&self, params: &Value, frame: impl FnOnce() -> Incoming) -> bool {
-        let Some(id) = params.get("sessionId").and_then(Value::as_str) else {
-            return false;
-        };
-        match self.state.lock().loading.get_mut(id) {
-            Some(backlog) => {
-                backlog.push(frame());
-                true
-            }
-            None => false,
+    /// Serves, in order, prompts that waited for their session's load (it has answered).
+    pub(crate) fn dispatch_deferred(self: &Arc<Conn>, held: Vec<Deferred>) {
+        for Deferred {
+            reply,
+            request,
+            doomed,
+        } in held
+        {
+            contained("session/prompt", || {
+                crate::handlers::prompt(self, reply, *request, doomed);
+            });
         }
-    }
-
-    /// The live record of `session_id`, if this connection has one.
-    pub(crate) fn record(&self, session_id: &str) -> Option<Arc<Record>> {
-        self.state.lock().sessions.get(session_id).cloned()
     }
 }
 
@@ -210,30 +190,30 @@ fn contained(method: &str, handler: impl FnOnce()) {
 
 /// For each frame: is it a `session/prompt` that a later frame of the list cancels (a
 /// `session/cancel` of its session, or a `$/cancel_request` with its id)?
-fn cancelled_ahead(frames: &[Incoming]) -> Vec<bool> {
+fn cancelled_ahead(frames: &[Frame]) -> Vec<bool> {
     frames
         .iter()
         .enumerate()
         .map(|(i, frame)| {
-            let Incoming::Request { id, method, params } = frame else {
+            let Frame::Request {
+                reply,
+                request: Ok(Request::Prompt(prompt)),
+                ..
+            } = frame
+            else {
                 return false;
             };
-            if method != "session/prompt" {
-                return false;
-            }
-            let session = params.get("sessionId");
             frames[i + 1..].iter().any(|later| match later {
-                Incoming::Notification {
-                    method,
-                    params: Some(p),
-                } if method == "session/cancel" => {
-                    session.is_some() && p.get("sessionId") == session
+                Frame::Notification(Notification::Cancel { session_id }) => {
+                    **session_id == *prompt.session_id.0
                 }
-                Incoming::Notification {
-                    method,
-                    params: Some(p),
-                } if method == "$/cancel_request" => p.get("requestId") == Some(id),
-                _ => false,
+                Frame::Notification(Notification::CancelRequest { request_id }) => {
+                    request_id == reply.id()
+                }
+                Frame::Notification(Notification::Ignored)
+                | Frame::Request { .. }
+                | Frame::Response { .. }
+                | Frame::Refuse { .. } => false,
             })
         })
         .collect()
@@ -244,10 +224,21 @@ mod tests {
     use super::*;
     use crate::envelope::classify;
 
-    fn frames(lines: &[Value]) -> Vec<Incoming> {
+    fn frames(lines: &[Value]) -> Vec<Frame> {
+        let (out, _writing) = crate::transport::writer(tokio::io::sink(), CancellationToken::new());
         lines
             .iter()
-            .map(|l| classify(l.to_string().as_bytes()))
+            .map(|l| match classify(l.to_string().as_bytes()) {
+                Incoming::Request { id, method, params } => Frame::Request {
+                    request: Request::decode(&method, &params),
+                    method,
+                    reply: Reply::new(out.clone(), id),
+                },
+                Incoming::Notification { method, params } => {
+                    Frame::Notification(Notification::decode(&method, params.as_ref()))
+                }
+                other => panic!("{other:?}"),
+            })
             .collect()
     }
 
@@ -256,8 +247,8 @@ mod tests {
                "params": {"sessionId": session, "prompt": []}})
     }
 
-    #[test]
-    fn a_prompt_is_doomed_only_by_a_later_cancel_of_its_own_session_or_id() {
+    #[tokio::test]
+    async fn a_prompt_is_doomed_only_by_a_later_cancel_of_its_own_session_or_id() {
         let cancel = |s: &str| json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s}});
         let by_id = |id: Value| json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}});
         let read = frames(&[
@@ -275,5 +266,7 @@ mod tests {
         );
         let read = frames(&[prompt(json!("3"), "c"), by_id(json!("3"))]);
         assert_eq!(cancelled_ahead(&read), [true, false]);
+        // Dropping the unanswered replies queues -32603s on a writer nobody runs: fine.
+        drop(read);
     }
 }

@@ -135,6 +135,65 @@ fn classify_object(mut object: Map<String, Value>) -> Incoming {
     }
 }
 
+/// The id of a request whose line was cut at the line limit, read from the part kept: the
+/// value of a top-level `"id"` that ends within `head` and is a valid id (`null` otherwise —
+/// no id to echo). The JSON is read by serde_json's own tokenizer, key by key, skipping every
+/// other value unparsed, so an id after a 30 MiB prompt is as unreadable as the JSON-RPC spec
+/// expects and one before it is always found.
+pub(crate) fn id_of_head(head: &[u8]) -> Value {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    /// Reads the top-level map up to its `id`, leaving the id's text in `found` even though
+    /// the truncated input makes the whole read fail afterwards.
+    struct FindId<'a, 'de>(&'a mut Option<&'de RawValue>);
+
+    impl<'de> Visitor<'de> for FindId<'_, 'de> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON-RPC object")
+        }
+
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "id" {
+                    *self.0 = Some(map.next_value::<&'de RawValue>()?);
+                    return Ok(());
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+
+    let Ok(text) = std::str::from_utf8(head).or_else(|e| {
+        // A multi-byte character cut at the limit: what precedes it is still text.
+        std::str::from_utf8(&head[..e.valid_up_to()])
+    }) else {
+        return Value::Null;
+    };
+    let mut found = None;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let _ = (&mut reader).deserialize_map(FindId(&mut found));
+    let Some(raw) = found else {
+        return Value::Null;
+    };
+    // A number that ends where the kept part ends may have lost digits (`12` of `123`).
+    let end = (raw.get().as_ptr() as usize - text.as_ptr() as usize) + raw.get().len();
+    if end == text.len()
+        && raw
+            .get()
+            .starts_with(|c: char| c == '-' || c.is_ascii_digit())
+    {
+        return Value::Null;
+    }
+    serde_json::from_str::<Value>(raw.get())
+        .ok()
+        .filter(valid_id)
+        .unwrap_or(Value::Null)
+}
+
 /// A string, an integer in the i64 range, or null.
 fn valid_id(id: &Value) -> bool {
     match id {
@@ -267,6 +326,44 @@ mod tests {
                 params: None
             }
         );
+    }
+
+    #[test]
+    fn the_id_of_a_cut_line_is_read_from_the_part_kept() {
+        let cut = |line: &str, keep: usize| id_of_head(&line.as_bytes()[..keep.min(line.len())]);
+        let prompt = r#"{"jsonrpc":"2.0","id":"p-7","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxx"}]}}"#;
+        assert_eq!(cut(prompt, 80), json!("p-7"));
+        assert_eq!(cut(prompt, 27), json!("p-7"), "the id just fits");
+        assert_eq!(cut(prompt, 26), Value::Null, "the id is cut: unreadable");
+        let numbered = r#"{"jsonrpc":"2.0","id":123,"method":"m"}"#;
+        assert_eq!(cut(numbered, 24), Value::Null, "12 of 123 is not the id");
+        assert_eq!(cut(numbered, 25), Value::Null, "nor is 123 that may go on");
+        assert_eq!(cut(numbered, 26), json!(123));
+        let late = r#"{"jsonrpc":"2.0","method":"session/prompt","params":{"id":5,"text":"xxxxxxxxxxxx"},"id":9}"#;
+        assert_eq!(
+            cut(late, 70),
+            Value::Null,
+            "a nested id is not the request's"
+        );
+        assert_eq!(cut(late, late.len()), json!(9));
+        assert_eq!(
+            cut(r#"{"id":12,"method":"m","params":{"t":"éé"#, 40),
+            json!(12)
+        );
+        assert_eq!(
+            cut("{\"id\":3,\"x\":\"\u{e9}", 14),
+            json!(3),
+            "a character cut in two"
+        );
+        for bad in [
+            r#"{"id":1.5,"#,
+            r#"{"id":{"a":1},"#,
+            r#"[{"id":1}"#,
+            "garbage",
+            "",
+        ] {
+            assert_eq!(cut(bad, 100), Value::Null, "{bad}");
+        }
     }
 
     #[test]

@@ -32,8 +32,10 @@ mod permission;
 mod record;
 mod render;
 mod reply;
+mod request;
 mod rpc;
 mod serve;
+mod state;
 mod stop;
 mod transport;
 

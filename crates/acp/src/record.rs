@@ -25,14 +25,16 @@ use crate::PermissionMode;
 use crate::outgoing::{Answer, OutgoingTable};
 use crate::permission::withdraw;
 use crate::render::{RenderCaps, RenderContext, RenderMode, Renderer};
-use crate::rpc::{error_frame, request_frame, result_frame};
+use crate::reply::Reply;
+use crate::rpc::request_frame;
 use crate::stop::stop_reason;
 use crate::transport::FrameSender;
 
 /// The prompt a session is working on.
 pub(crate) struct Inflight {
-    /// The `session/prompt` request's id, echoed in its response.
-    pub request_id: Value,
+    /// The `session/prompt` request's duty to answer: taken by its settlement, and answering
+    /// `-32603` if the prompt is dropped unsettled (teardown).
+    pub reply: Reply,
     /// The message the prompt became; binds the prompt to its turn.
     pub message_id: MessageId,
     /// The turn the message entered, once its `user/message` was seen.
@@ -201,23 +203,23 @@ pub(crate) async fn ordered_path(
                     None => Vec::new(),
                 };
                 send_updates(&parts.out, &record.id, closures).await;
-                let frame = match &outcome {
+                let answer = match &outcome {
                     None => {
                         tracing::warn!(
                             session = %record.id,
                             "the turn did not stop within the cancel grace; answered cancelled"
                         );
-                        result_frame(&prompt.request_id, json!({"stopReason": "cancelled"}))
+                        Ok(json!({"stopReason": "cancelled"}))
                     }
                     Some(outcome) => match stop_reason(outcome, prompt.cancel_requested) {
                         Ok(reason) => {
                             tracing::info!(session = %record.id, stop = ?reason, "prompt settled");
-                            result_frame(&prompt.request_id, json!({"stopReason": reason}))
+                            Ok(json!({"stopReason": reason}))
                         }
-                        Err(error) => error_frame(&prompt.request_id, &error),
+                        Err(error) => Err(error),
                     },
                 };
-                parts.out.send(frame).await;
+                prompt.reply.answer(answer).await;
                 // Only now: teardown waits for this, then flushes, so the response must
                 // already be queued.
                 let _ = record.idle.send_replace(true);

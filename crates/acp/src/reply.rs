@@ -1,7 +1,7 @@
 //! The duty to answer one request, exactly once.
 //!
-//! A handler holds its request's [`Reply`] and consumes it by answering, or by handing the
-//! request id to the path that will answer later (a prompt's settlement). A `Reply` dropped
+//! A handler holds its request's [`Reply`] and consumes it by answering, or hands the `Reply`
+//! itself to whatever will answer later (a prompt held behind a load, a prompt's turn). A `Reply` dropped
 //! unanswered — a handler that returned early by mistake, or one unwinding from a panic —
 //! answers `-32603` on its way out, so a client is never left waiting for a response.
 
@@ -40,12 +40,6 @@ impl Reply {
         if let Some(id) = self.id.take() {
             self.out.send(frame(&id, outcome)).await;
         }
-    }
-
-    /// Leaves the answer to whoever holds the id now (a deferred frame, a prompt's
-    /// settlement); this `Reply` then answers nothing.
-    pub(crate) fn hand_over(mut self) {
-        self.id = None;
     }
 }
 
@@ -92,7 +86,6 @@ mod tests {
         let frames = lines_of(|out| {
             Reply::new(out.clone(), json!(1)).send(Ok(json!({})));
             drop(Reply::new(out.clone(), json!("two")));
-            Reply::new(out.clone(), json!(3)).hand_over();
             let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let _reply = Reply::new(out.clone(), json!(4));
                 panic!("a handler bug");

@@ -7,17 +7,17 @@ use async_trait::async_trait;
 use dsh_agent::CancelCause;
 use dsh_session::{Interest, Session, SessionEvent, SessionObserver};
 use futures::future::join_all;
-use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::conn::{Conn, State};
-use crate::envelope::{Incoming, classify};
+use crate::conn::Conn;
+use crate::envelope::{Incoming, classify, id_of_head};
 use crate::outgoing::OutgoingTable;
 use crate::record::Item;
 use crate::rpc::{RpcError, code};
+use crate::state::ConnState;
 use crate::transport::{Line, LineReader, writer};
 use crate::{AcpBridge, AcpError};
 
@@ -74,7 +74,7 @@ impl SessionObserver for Watcher {
 
     fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
         if let Some(conn) = self.0.upgrade()
-            && let Some(record) = conn.record(session.id().as_str())
+            && let Some(record) = conn.state.record(session.id().as_str())
         {
             record.push(Item::Event(event.clone()));
         }
@@ -103,7 +103,7 @@ impl AcpBridge {
             services: self.services,
             out,
             scope: scope.clone(),
-            state: Mutex::new(State::default()),
+            state: ConnState::default(),
             outgoing: Arc::new(OutgoingTable::default()),
             setups: TaskTracker::new(),
             closing: CancellationToken::new(),
@@ -125,12 +125,12 @@ impl AcpBridge {
             .await
             .is_ok();
         if !finished {
-            let open: Vec<String> = conn.state.lock().sessions.keys().cloned().collect();
+            let open = conn.state.session_ids();
             tracing::error!(sessions = ?open, "teardown deadline reached before every session stopped");
         }
         let agents_left = conn.services.registry.list().len();
         let sessions_left = conn.services.store.list_live().len();
-        conn.state.lock().sessions.clear();
+        conn.state.clear();
         if finished {
             let left = deadline.saturating_sub(triggered.elapsed());
             let _ = tokio::time::timeout(left, scope.dispose()).await;
@@ -179,8 +179,10 @@ async fn read_until_trigger<R: AsyncRead + Unpin>(
                     tracing::info!(error = %e, "reading the input failed");
                     ended = Some(ShutdownReason::InputError);
                 }
-                Ok(Some(Line::TooLong)) => frames.push(Incoming::Refuse {
-                    id: Value::Null,
+                Ok(Some(Line::TooLong { head })) => frames.push(Incoming::Refuse {
+                    // Answered with its id when the part kept shows it, so a client waiting
+                    // for that request's answer gets it.
+                    id: id_of_head(&head),
                     error: RpcError::new(code::PARSE, "message exceeds the line limit")
                         .with_data(json!({ "limit": limit })),
                 }),
@@ -202,11 +204,7 @@ async fn read_until_trigger<R: AsyncRead + Unpin>(
 /// dispose every agent, fail what still waits for the client, flush.
 async fn teardown(conn: &Arc<Conn>) {
     conn.closing.cancel();
-    let records: Vec<_> = {
-        let mut state = conn.state.lock();
-        state.closed = true;
-        state.sessions.values().cloned().collect()
-    };
+    let records = conn.state.close();
     for record in &records {
         crate::handlers::cancel_record(conn, record);
         record.agent.cancel(CancelCause::User);
@@ -222,6 +220,11 @@ async fn teardown(conn: &Arc<Conn>) {
     conn.setups.close();
     conn.setups.wait().await;
     join_all(records.iter().map(|record| record.handle.dispose())).await;
+    // A prompt whose turn never settled is answered now, while the writer still runs.
+    for record in &records {
+        let unsettled = record.inflight.lock().take();
+        drop(unsettled);
+    }
     conn.outgoing.fail_all();
     let _ = tokio::time::timeout(FINAL_FLUSH, conn.out.close()).await;
 }

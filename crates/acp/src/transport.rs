@@ -2,7 +2,8 @@
 //! output stream.
 //!
 //! Lines are bounded without buffering past the limit, so a client that sends a gigabyte
-//! without a newline costs dsh at most `max_line_bytes` of memory. Every frame goes through
+//! without a newline costs dsh at most `max_line_bytes` of memory; of an over-long line only
+//! its first `max_line_bytes` are kept, to read the request id from. Every frame goes through
 //! one writer, so lines are never torn or interleaved, whatever the number of producers.
 
 use std::io;
@@ -20,8 +21,9 @@ pub(crate) const QUEUE: usize = 1024;
 pub(crate) enum Line {
     /// The line's bytes, without `\n` and one trailing `\r`.
     Text(Vec<u8>),
-    /// The line was longer than the limit and was skipped to its newline.
-    TooLong,
+    /// The line was longer than the limit and was skipped to its newline; `head` is its first
+    /// `limit` bytes (what a reply may read the request's id from).
+    TooLong { head: Vec<u8> },
 }
 
 /// Reads bounded lines from `input`.
@@ -60,8 +62,10 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             };
             if !too_long {
                 if line.len() + take > self.limit {
+                    // Keep what fits: the id is usually near the start of the line.
                     too_long = true;
-                    line = Vec::new();
+                    let room = self.limit - line.len();
+                    line.extend_from_slice(&buf[..room]);
                 } else {
                     line.extend_from_slice(&buf[..take]);
                 }
@@ -72,7 +76,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             }
         }
         if too_long {
-            return Ok(Some(Line::TooLong));
+            return Ok(Some(Line::TooLong { head: line }));
         }
         if line.last() == Some(&b'\r') {
             line.pop();
@@ -199,7 +203,15 @@ mod tests {
         let mut input = vec![b'x'; 50];
         input.extend_from_slice(b"\nok\n");
         let got = lines(&input, 10).await;
-        assert_eq!(got, vec![Line::TooLong, Line::Text(b"ok".to_vec())]);
+        assert_eq!(
+            got,
+            vec![
+                Line::TooLong {
+                    head: vec![b'x'; 10]
+                },
+                Line::Text(b"ok".to_vec())
+            ]
+        );
         let exact = lines(b"0123456789\n", 10).await;
         assert_eq!(exact, vec![Line::Text(b"0123456789".to_vec())]);
     }

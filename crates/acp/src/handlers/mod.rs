@@ -1,8 +1,8 @@
 //! One function per ACP method: validation first, then the agent seams. Setup (`session/new`,
 //! `session/load`) is in `setup`, prompts and cancels in `prompt`.
 //!
-//! Params are decoded by method with the schema crate (never by shape), and every rule is
-//! checked before anything is created, so a refused request changes nothing.
+//! Each handler receives its method's decoded params (see `request`), and checks every rule
+//! before anything is created, so a refused request changes nothing.
 
 mod prompt;
 mod setup;
@@ -10,8 +10,7 @@ mod setup;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_client_protocol_schema::MethodDispatchError;
-use agent_client_protocol_schema::v1::{ClientRequest, McpServer};
+use agent_client_protocol_schema::v1::McpServer;
 use dsh_tools::ApprovalGate;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -22,23 +21,15 @@ use crate::conn::Conn;
 use crate::permission::SessionGate;
 use crate::record::{Grants, Item, PathParts, Record, ordered_path};
 use crate::render::RenderCaps;
-use crate::rpc::{RpcError, code};
+use crate::rpc::RpcError;
 
 pub(crate) use prompt::{cancel, cancel_record, cancel_request, prompt};
 pub(crate) use setup::{load_session, new_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
-pub(crate) fn initialize(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcError> {
-    decode("initialize", params)?;
-    let terminal_output = params
-        .pointer("/clientCapabilities/_meta/terminal_output")
-        .is_some_and(|v| v == &Value::Bool(true));
-    {
-        let mut state = conn.state.lock();
-        state.initialized = true;
-        state.terminal_output = terminal_output;
-    }
-    Ok(json!({
+pub(crate) fn initialize(conn: &Arc<Conn>, terminal_output: bool) -> Value {
+    conn.state.initialize(terminal_output);
+    json!({
         "protocolVersion": 1,
         "agentCapabilities": {
             "loadSession": true,
@@ -53,29 +44,6 @@ pub(crate) fn initialize(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcE
             "title": conn.config.agent_title,
             "version": env!("CARGO_PKG_VERSION")
         }
-    }))
-}
-
-/// Decodes params by method; `mcpServers: null` counts as an empty list.
-pub(super) fn decode(method: &str, params: &Value) -> Result<ClientRequest, RpcError> {
-    let mut params = params.clone();
-    if let Some(servers) = params.get_mut("mcpServers")
-        && servers.is_null()
-    {
-        *servers = json!([]);
-    }
-    ClientRequest::from_method_and_params(method, &params).map_err(|e| match e {
-        MethodDispatchError::UnknownMethod { method } => {
-            RpcError::new(code::METHOD_NOT_FOUND, "Method not found")
-                .with_data(json!({ "method": method }))
-        }
-        MethodDispatchError::InvalidPayload { source, .. } => {
-            // The detail may quote prompt text: back to its sender, and to debug logs only.
-            tracing::debug!(%method, error = %source, "params did not decode");
-            RpcError::new(code::INVALID_PARAMS, "Invalid params")
-                .with_data(json!({ "detail": source.to_string() }))
-        }
-        _ => RpcError::new(code::INVALID_PARAMS, "Invalid params"),
     })
 }
 
@@ -161,28 +129,21 @@ pub(super) fn install(
     caps: RenderCaps,
     parts: Parts,
 ) -> Result<Arc<Record>, dsh_agent::AgentHandle> {
-    let record = {
-        let mut state = conn.state.lock();
-        if state.closed {
-            return Err(handle);
-        }
-        let agent = handle.agent().clone();
-        let record = Arc::new(Record {
-            id: agent.id().clone(),
-            handle,
-            agent,
-            cwd,
-            caps,
-            grants: parts.grants,
-            inflight: Mutex::new(None),
-            idle: watch::channel(true).0,
-            queue: parts.queue,
-        });
-        state
-            .sessions
-            .insert(record.id.as_str().to_owned(), record.clone());
-        record
-    };
+    let agent = handle.agent().clone();
+    let record = Arc::new(Record {
+        id: agent.id().clone(),
+        handle: handle.clone(),
+        agent,
+        cwd,
+        caps,
+        grants: parts.grants,
+        inflight: Mutex::new(None),
+        idle: watch::channel(true).0,
+        queue: parts.queue,
+    });
+    if conn.state.install(record.clone()).is_err() {
+        return Err(handle);
+    }
     let path = ordered_path(
         record.clone(),
         parts.items,

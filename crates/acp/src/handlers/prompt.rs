@@ -2,11 +2,10 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{ClientRequest, ContentBlock, PromptRequest};
+use agent_client_protocol_schema::v1::{ContentBlock, PromptRequest};
 use dsh_agent::{AgentError, CancelCause, UserMessage};
 use serde_json::{Value, json};
 
-use super::decode;
 use crate::conn::Conn;
 use crate::record::{Inflight, Item, Record};
 use crate::reply::Reply;
@@ -53,25 +52,21 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
 
 /// `session/prompt`: synchronous up to `Agent::send`, so a cancel in the same write
 /// always finds the prompt it cancels.
-pub(crate) fn prompt(conn: &Arc<Conn>, reply: Reply, params: Value, cancelled_ahead: bool) {
-    let sent = params
-        .get("sessionId")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let request = match decode("session/prompt", &params) {
-        Ok(ClientRequest::PromptRequest(request)) => request,
-        Ok(_) => return reply.send(Err(RpcError::new(code::INTERNAL, "misrouted request"))),
-        Err(error) => return reply.send(Err(error)),
-    };
+pub(crate) fn prompt(
+    conn: &Arc<Conn>,
+    reply: Reply,
+    request: PromptRequest,
+    cancelled_ahead: bool,
+) {
     let PromptRequest {
         session_id, prompt, ..
     } = request;
-    let sent = sent.unwrap_or_else(|| session_id.0.to_string());
+    let sent: &str = &session_id.0;
     if conn.closing.is_cancelled() {
         return reply.send(Err(RpcError::shutting_down()));
     }
-    let Some(record) = conn.record(&sent) else {
-        return reply.send(Err(RpcError::session_not_found(&sent)));
+    let Some(record) = conn.state.record(sent) else {
+        return reply.send(Err(RpcError::session_not_found(sent)));
     };
     let text = match prompt_text(&prompt) {
         Ok(text) => text,
@@ -96,8 +91,10 @@ pub(crate) fn prompt(conn: &Arc<Conn>, reply: Reply, params: Value, cancelled_ah
             drop(inflight);
             return reply.send(Ok(json!({ "stopReason": "cancelled" })));
         }
+        // From here the prompt's reply travels with its turn: the session's ordered path
+        // answers it at settlement, and a turn dropped unsettled still answers -32603.
         *inflight = Some(Inflight {
-            request_id: reply.id().clone(),
+            reply,
             message_id: message_id.clone(),
             turn: None,
             cancel_requested: false,
@@ -126,13 +123,14 @@ pub(crate) fn prompt(conn: &Arc<Conn>, reply: Reply, params: Value, cancelled_ah
     let ticket = match taken {
         Ok(ticket) => ticket,
         Err(error) => {
-            *record.inflight.lock() = None;
+            let open = record.inflight.lock().take();
             let _ = record.idle.send_replace(true);
-            return reply.send(Err(error));
+            if let Some(open) = open {
+                open.reply.send(Err(error));
+            }
+            return;
         }
     };
-    // From here the prompt's settlement answers it, on the session's ordered path.
-    reply.hand_over();
     let waiter = record.clone();
     let settle = async move {
         let outcome = ticket.outcome().await;
@@ -147,27 +145,20 @@ pub(crate) fn prompt(conn: &Arc<Conn>, reply: Reply, params: Value, cancelled_ah
 }
 
 /// `session/cancel`: no output, ever; the prompt's response says `cancelled`.
-pub(crate) fn cancel(conn: &Arc<Conn>, params: &Value) {
-    let Some(sent) = params.get("sessionId").and_then(Value::as_str) else {
-        return;
-    };
-    if let Some(record) = conn.record(sent) {
+pub(crate) fn cancel(conn: &Arc<Conn>, session_id: &str) {
+    if let Some(record) = conn.state.record(session_id) {
         cancel_record(conn, &record);
     }
 }
 
 /// `$/cancel_request`: cancels the open prompt whose request id matches exactly.
-pub(crate) fn cancel_request(conn: &Arc<Conn>, params: &Value) {
-    let Some(wanted) = params.get("requestId") else {
-        return;
-    };
-    let records: Vec<Arc<Record>> = conn.state.lock().sessions.values().cloned().collect();
-    for record in records {
+pub(crate) fn cancel_request(conn: &Arc<Conn>, wanted: &Value) {
+    for record in conn.state.records() {
         let matches = record
             .inflight
             .lock()
             .as_ref()
-            .is_some_and(|open| &open.request_id == wanted);
+            .is_some_and(|open| open.reply.id() == wanted);
         if matches {
             cancel_record(conn, &record);
         }

@@ -5,27 +5,23 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{ClientRequest, LoadSessionRequest, NewSessionRequest};
+use agent_client_protocol_schema::v1::{LoadSessionRequest, NewSessionRequest};
 use dsh_agent::{AgentError, CreateAgent, ResumeAgent};
 use dsh_session::SessionId;
 use futures::FutureExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::{check_scope, decode, install, note_mcp_servers, parts};
+use super::{check_scope, install, note_mcp_servers, parts};
 use crate::conn::Conn;
 use crate::record::Item;
 use crate::render::RenderCaps;
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
+use crate::state::LoadRefused;
 
 /// `session/new`.
-pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
-    let request = match decode("session/new", &params) {
-        Ok(ClientRequest::NewSessionRequest(request)) => request,
-        Ok(_) => return reply.send(Err(RpcError::new(code::INTERNAL, "misrouted request"))),
-        Err(error) => return reply.send(Err(error)),
-    };
+pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionRequest) {
     let NewSessionRequest {
         cwd,
         additional_directories,
@@ -90,7 +86,7 @@ async fn create(conn: &Arc<Conn>, cwd: PathBuf) -> Result<String, RpcError> {
         .await
         .map_err(|e| RpcError::new(code::INTERNAL, format!("could not create session: {e}")))?;
     let caps = RenderCaps {
-        terminal_card: conn.state.lock().terminal_output,
+        terminal_card: conn.state.terminal_output(),
     };
     match install(conn, handle, cwd.clone(), caps, parts) {
         Ok(_) => {
@@ -112,12 +108,7 @@ fn normalise(path: &Path) -> PathBuf {
 }
 
 /// `session/load`.
-pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
-    let request = match decode("session/load", &params) {
-        Ok(ClientRequest::LoadSessionRequest(request)) => request,
-        Ok(_) => return reply.send(Err(RpcError::new(code::INTERNAL, "misrouted request"))),
-        Err(error) => return reply.send(Err(error)),
-    };
+pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionRequest) {
     let LoadSessionRequest {
         cwd,
         additional_directories,
@@ -138,17 +129,15 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
     let Ok(parsed) = SessionId::parse(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
     };
-    {
-        let mut state = conn.state.lock();
-        if state.sessions.contains_key(&sent) || state.loading.contains_key(&sent) {
-            drop(state);
+    match conn.state.reserve_load(&sent) {
+        Ok(()) => {}
+        Err(LoadRefused::AlreadyLoaded) => {
             return reply.send(Err(RpcError::new(
                 code::INVALID_PARAMS,
                 "session is already loaded",
             )
             .with_data(json!({ "sessionId": sent }))));
         }
-        state.loading.insert(sent.clone(), Vec::new());
     }
     note_mcp_servers(&mcp_servers);
     let conn2 = conn.clone();
@@ -161,20 +150,10 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, params: Value) {
     spawn_setup(conn, task);
 }
 
-/// Serves, in order, the frames that waited for a load, then lifts the reservation.
+/// Serves, in order, the prompts that waited for a load, then lifts the reservation.
 fn release_backlog(conn: &Arc<Conn>, id: &str) {
-    loop {
-        let waiting = {
-            let mut state = conn.state.lock();
-            match state.loading.get_mut(id) {
-                Some(backlog) if !backlog.is_empty() => std::mem::take(backlog),
-                _ => {
-                    state.loading.remove(id);
-                    return;
-                }
-            }
-        };
-        conn.dispatch_deferred(waiting);
+    while let Some(held) = conn.state.next_deferred(id) {
+        conn.dispatch_deferred(held);
     }
 }
 
@@ -222,7 +201,7 @@ async fn load(conn: &Arc<Conn>, id: &SessionId, sent: &str, cwd: &Path) -> Resul
         })?;
     let events = handle.agent().session().events();
     let caps = RenderCaps {
-        terminal_card: conn.state.lock().terminal_output,
+        terminal_card: conn.state.terminal_output(),
     };
     let record = match install(conn, handle, stored, caps, parts) {
         Ok(record) => record,
