@@ -8,7 +8,6 @@ use crate::message::MessageId;
 
 /// What an agent verb, creation or resume refused.
 #[derive(Clone, Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum AgentError {
     /// A delivery verb after teardown began.
     #[error("agent \"{id}\" is disposed")]

@@ -5,15 +5,14 @@
 //! process exits 0 once the bridge's teardown is done, and never later than its deadline:
 //! an editor must not be left with a lingering agent.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::time::Duration;
 
-use dsh_acp::{AcpBridge, AcpConfig, PermissionMode, ShutdownReason};
-use tokio::signal::unix::{SignalKind, signal};
+use dsh_acp::{AcpBridge, AcpConfig, ShutdownReason};
 
 use crate::args::{AcpPermission, Global};
 use crate::exit::Failure;
-use crate::settings::Settings;
+use crate::settings::{CommandFlags, Settings};
+use crate::signals::Signals;
 
 /// Runs `dsh acp`; returns the exit status.
 pub async fn acp(global: &Global, permission: Option<AcpPermission>) -> u8 {
@@ -26,36 +25,29 @@ pub async fn acp(global: &Global, permission: Option<AcpPermission>) -> u8 {
     }
 }
 
-fn config(settings: &Settings, permission: Option<AcpPermission>, title: String) -> AcpConfig {
-    let permission = match permission {
-        Some(AcpPermission::Ask) => PermissionMode::Ask,
-        Some(AcpPermission::Allow) => PermissionMode::Allow,
-        None if settings.acp_permission.value == "allow" => PermissionMode::Allow,
-        None => PermissionMode::Ask,
-    };
+fn config(settings: &Settings, title: String) -> AcpConfig {
     AcpConfig {
-        permission,
-        max_line_bytes: usize::try_from(settings.acp_max_line_bytes.value).unwrap_or(usize::MAX),
-        cancel_grace: Duration::from_millis(settings.acp_cancel_grace_ms.value),
-        teardown_deadline: Duration::from_millis(settings.acp_teardown_deadline_ms.value),
+        permission: settings.acp_permission.value,
+        max_line_bytes: settings.acp_max_line_bytes.value,
+        cancel_grace: settings.acp_cancel_grace.value,
+        teardown_deadline: settings.acp_teardown_deadline.value,
         agent_title: title,
     }
 }
 
 async fn serve(global: &Global, permission: Option<AcpPermission>) -> Result<(), Failure> {
-    let settings = Settings::resolve(global, None)?;
+    let flags = CommandFlags {
+        acp_permission: permission,
+        ..CommandFlags::default()
+    };
+    let settings = Settings::resolve(global, flags)?;
     let chosen = crate::model::choose(&settings)?;
     let title = match &chosen.replay_name {
         Some(name) => format!("dsh (replay: {name})"),
         None => "dsh".to_owned(),
     };
-    let config = config(&settings, permission, title);
-    let sessions = settings.sessions_dir();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&sessions)
-        .map_err(|e| Failure::internal(format!("cannot create {}: {e}", sessions.display())))?;
+    let config = config(&settings, title);
+    let sessions = crate::compose::sessions_dir(&settings)?;
     let mut signals = Signals::new()?;
     let runtime = crate::compose::compose(&settings, &sessions, chosen.plugin).await?;
     let deadline = config.teardown_deadline;
@@ -71,9 +63,9 @@ async fn serve(global: &Global, permission: Option<AcpPermission>) -> Result<(),
             return Err(Failure::internal(e.to_string()));
         }
     };
-    let shutdown = async move { signals.next().await };
+    let shutdown = async move { ShutdownReason::Signal(signals.next().await.name()) };
     let report = bridge
-        .serve(tokio::io::stdin(), tokio::io::stdout(), shutdown)
+        .serve(tokio::io::stdin(), crate::output::acp_stdout(), shutdown)
         .await;
     // The bridge has stopped every agent; the root scope still holds the shell executor and
     // the session store. Their disposal gets what is left of the deadline, and no more: an
@@ -90,32 +82,4 @@ async fn serve(global: &Global, permission: Option<AcpPermission>) -> Result<(),
         tracing::error!(error = %e, "the ACP bridge could not serve");
     }
     Ok(())
-}
-
-/// SIGTERM, SIGHUP and SIGINT all end the connection the same way.
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Signals, Failure> {
-        let listen = |kind: SignalKind| {
-            signal(kind).map_err(|e| Failure::internal(format!("cannot listen for signals: {e}")))
-        };
-        Ok(Signals {
-            term: listen(SignalKind::terminate())?,
-            hup: listen(SignalKind::hangup())?,
-            int: listen(SignalKind::interrupt())?,
-        })
-    }
-
-    async fn next(&mut self) -> ShutdownReason {
-        tokio::select! {
-            _ = self.term.recv() => ShutdownReason::Signal("SIGTERM"),
-            _ = self.hup.recv() => ShutdownReason::Signal("SIGHUP"),
-            _ = self.int.recv() => ShutdownReason::Signal("SIGINT"),
-        }
-    }
 }

@@ -4,8 +4,8 @@
 //! Every exit path but SIGKILL ends in `Runtime::shutdown`, which disposes in reverse order,
 //! so every session log is closed.
 
-use std::num::NonZeroU32;
-use std::path::Path;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_agent::AgentOptions;
@@ -19,6 +19,18 @@ use dsh_tools::ToolRegistryPlugin;
 
 use crate::exit::Failure;
 use crate::settings::Settings;
+
+/// The sessions directory of `settings`, created (private to the user) if it is missing: the
+/// one setup every command that writes sessions shares.
+pub fn sessions_dir(settings: &Settings) -> Result<PathBuf, Failure> {
+    let sessions = settings.sessions_dir();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&sessions)
+        .map_err(|e| Failure::internal(format!("cannot create {}: {e}", sessions.display())))?;
+    Ok(sessions)
+}
 
 /// Builds the runtime with every plugin loaded, the model from `model`.
 pub async fn compose(
@@ -86,7 +98,7 @@ fn options(settings: &Settings) -> AgentOptions {
     options.max_output_tokens = settings.max_tokens.value;
     options.temperature = settings.temperature.value;
     options.reasoning = settings.reasoning.value;
-    if let Some(steps) = settings.max_steps.value.and_then(NonZeroU32::new) {
+    if let Some(steps) = settings.max_steps.value {
         options.max_steps = steps;
     }
     options

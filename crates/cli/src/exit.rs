@@ -68,3 +68,49 @@ pub fn for_outcome(outcome: &TurnOutcome) -> u8 {
         TurnOutcome::Failed { .. } => 1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dsh_agent::{CancelCause, Failure as TurnFailure};
+
+    use super::*;
+
+    fn ended(reason: TurnEndReason) -> TurnOutcome {
+        TurnOutcome::Ended { turn: 1, reason }
+    }
+
+    #[test]
+    fn every_turn_end_has_its_exit_status() {
+        let failure = TurnFailure::new("server", "boom");
+        let cases = [
+            (ended(TurnEndReason::Completed), 0),
+            (ended(TurnEndReason::MaxTokens), 3),
+            (ended(TurnEndReason::Refusal), 4),
+            (ended(TurnEndReason::MaxSteps), 5),
+            (
+                ended(TurnEndReason::Aborted {
+                    cause: CancelCause::User,
+                }),
+                130,
+            ),
+            (ended(TurnEndReason::Interrupted), 130),
+            (
+                ended(TurnEndReason::Error {
+                    failure: failure.clone(),
+                }),
+                1,
+            ),
+            (ended(TurnEndReason::Unknown), 1),
+            (
+                TurnOutcome::Discarded {
+                    cause: CancelCause::User,
+                },
+                130,
+            ),
+            (TurnOutcome::Failed { failure }, 1),
+        ];
+        for (outcome, status) in cases {
+            assert_eq!(for_outcome(&outcome), status, "{outcome:?}");
+        }
+    }
+}

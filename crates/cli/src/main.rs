@@ -17,14 +17,15 @@ mod ask;
 mod compose;
 mod config;
 mod exit;
-mod file;
 mod model;
 mod models;
+mod output;
 mod prompt;
 mod render;
 mod run;
 mod sessions;
 mod settings;
+mod signals;
 
 use std::process::ExitCode;
 

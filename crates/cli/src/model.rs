@@ -3,12 +3,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use dsh_kernel::Plugin;
-use dsh_llm_openai::{
-    ApiKey, MaxTokensField, OpenAiConfig, OpenAiConfigError, OpenAiModel, OpenAiPlugin,
-};
+use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiConfigError, OpenAiModel, OpenAiPlugin};
 use dsh_llm_replay::{ReplayModel, ReplayPlugin, ReplayScript};
 
 use crate::exit::Failure;
@@ -75,14 +72,11 @@ pub fn server_model(settings: &Settings) -> Result<OpenAiModel, Failure> {
     let mut config = OpenAiConfig::deepseek(None);
     config.base_url = settings.base_url.value.clone();
     config.model = settings.model.value.clone();
-    config.connect_timeout = Duration::from_secs(settings.connect_timeout_secs.value);
-    config.idle_timeout = Duration::from_secs(settings.idle_timeout_secs.value);
+    config.connect_timeout = settings.connect_timeout.value;
+    config.idle_timeout = settings.idle_timeout.value;
     config.retry.max_retries = settings.max_retries.value;
     config.send_reasoning_content = settings.send_reasoning_content.value;
-    config.max_tokens_field = match settings.max_tokens_field.value.as_str() {
-        "max_completion_tokens" => MaxTokensField::MaxCompletionTokens,
-        _ => MaxTokensField::MaxTokens,
-    };
+    config.max_tokens_field = settings.max_tokens_field.value;
     config.extra_headers = settings.headers.clone();
     let var = &settings.api_key_env.value;
     config.keyless = var.is_empty();

@@ -1,13 +1,11 @@
 //! `dsh models`: the names the configured server offers (`GET <base_url>/models`), or the
 //! built-in replay scripts with `--replay`, so `--model` can be chosen without the docs.
 
-use std::io::Write;
-
 use dsh_llm::CancellationToken;
 
 use crate::args::Global;
 use crate::exit::Failure;
-use crate::settings::Settings;
+use crate::settings::{CommandFlags, Settings};
 
 /// Runs `dsh models`; returns the exit status.
 pub async fn models(global: &Global, as_json: bool) -> u8 {
@@ -18,7 +16,7 @@ pub async fn models(global: &Global, as_json: bool) -> u8 {
             } else {
                 names.iter().map(|n| format!("{n}\n")).collect()
             };
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            let _ = crate::output::write(text.as_bytes());
             0
         }
         Err(failure) => {
@@ -29,7 +27,7 @@ pub async fn models(global: &Global, as_json: bool) -> u8 {
 }
 
 async fn list(global: &Global) -> Result<Vec<String>, Failure> {
-    let settings = Settings::resolve(global, None)?;
+    let settings = Settings::resolve(global, CommandFlags::default())?;
     if settings.replay.is_some() {
         return Ok(crate::model::BUILTINS
             .iter()

@@ -92,12 +92,7 @@ impl Renderer {
         if self.stdout_closed.load(Ordering::SeqCst) {
             return;
         }
-        let mut stdout = std::io::stdout().lock();
-        if stdout
-            .write_all(bytes)
-            .and_then(|()| stdout.flush())
-            .is_err()
-        {
+        if crate::output::write(bytes).is_err() {
             self.stdout_closed.store(true, Ordering::SeqCst);
             self.closed.notify_one();
         }
@@ -108,7 +103,7 @@ impl Renderer {
             View::Human { split: true, .. } => {
                 let _ = std::io::stderr().lock().write_all(bytes);
             }
-            _ => self.out(bytes),
+            View::Human { split: false, .. } | View::Json => self.out(bytes),
         }
     }
 

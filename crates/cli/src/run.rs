@@ -4,8 +4,6 @@
 //! prompt) is checked before the sessions directory or a session is created, and every path
 //! after composition ends in `Runtime::shutdown`, so the log is closed however the turn ends.
 
-use std::io::IsTerminal;
-use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,14 +19,14 @@ use dsh_session::{
 use dsh_shell_local::LocalShellExecutor;
 use dsh_tools::ApprovalGate;
 use serde_json::json;
-use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::{ColorChoice, Global, Permission, RunArgs};
 use crate::ask::TerminalGate;
 use crate::exit::{self, Failure};
 use crate::model;
 use crate::render::{Renderer, View};
-use crate::settings::Settings;
+use crate::settings::{CommandFlags, Settings};
+use crate::signals::{Quit, Signals};
 
 /// How long a forced teardown (second Ctrl-C, SIGTERM) may take.
 const FORCED_TEARDOWN: Duration = Duration::from_secs(2);
@@ -46,7 +44,7 @@ fn view_for(args: &RunArgs) -> View {
     if args.json {
         return View::Json;
     }
-    let terminal = std::io::stdout().is_terminal();
+    let terminal = crate::output::is_terminal();
     let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
     let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
     let color = match args.color {
@@ -64,8 +62,8 @@ fn view_for(args: &RunArgs) -> View {
 pub fn report(failure: &Failure, view: View) -> u8 {
     if view == View::Json {
         let line = json!({"type": "error", "code": failure.code, "message": failure.message});
-        use std::io::Write;
-        let _ = writeln!(std::io::stdout().lock(), "{line}");
+
+        let _ = crate::output::write(format!("{line}\n").as_bytes());
     }
     eprintln!("error: {}", failure.message);
     failure.status
@@ -90,7 +88,13 @@ struct Prepared {
 }
 
 async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
-    let settings = Settings::resolve(global, args.max_steps)?;
+    let settings = Settings::resolve(
+        global,
+        CommandFlags {
+            max_steps: args.max_steps,
+            ..CommandFlags::default()
+        },
+    )?;
     if settings.replay.is_some() && global.model.is_some() {
         eprintln!("warning: --model is ignored with --replay");
     }
@@ -115,17 +119,10 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
 }
 
 async fn execute(prepared: Prepared, view: View) -> u8 {
-    let sessions = prepared.settings.sessions_dir();
-    if let Err(e) = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&sessions)
-    {
-        return report(
-            &Failure::internal(format!("cannot create {}: {e}", sessions.display())),
-            view,
-        );
-    }
+    let sessions = match crate::compose::sessions_dir(&prepared.settings) {
+        Ok(sessions) => sessions,
+        Err(failure) => return report(&failure, view),
+    };
     let replay = prepared.chosen.replay.clone();
     let label = prepared.chosen.label.clone();
     let runtime = match crate::compose::compose(
@@ -328,12 +325,9 @@ async fn turn(
     let mut outcome = Box::pin(ticket.outcome());
     let mut signals = match Signals::new() {
         Ok(signals) => signals,
-        Err(e) => {
+        Err(failure) => {
             handle.dispose().await;
-            return report(
-                &Failure::internal(format!("cannot watch signals: {e}")),
-                view,
-            );
+            return report(&failure, view);
         }
     };
     let mut interrupts = 0u32;
@@ -341,18 +335,17 @@ async fn turn(
     let outcome = loop {
         tokio::select! {
             outcome = &mut outcome => { forced = None; break Some(outcome) },
-            _ = signals.interrupt.recv() => {
-                interrupts += 1;
-                if interrupts == 1 {
+            quit = signals.next() => match quit {
+                Quit::Interrupt if interrupts == 0 => {
+                    interrupts += 1;
                     eprintln!("^C cancelling… (Ctrl-C again to quit now)");
                     agent.cancel(CancelCause::User);
-                } else {
-                    forced = Some(exit::INTERRUPTED);
+                }
+                Quit::Interrupt | Quit::Terminate | Quit::Hangup => {
+                    forced = Some(quit.status());
                     break None;
                 }
-            }
-            _ = signals.terminate.recv() => { forced = Some(exit::TERMINATED); break None }
-            _ = signals.hangup.recv() => { forced = Some(exit::HANGUP); break None }
+            },
             () = renderer.closed.notified() => {
                 agent.cancel(CancelCause::User);
                 let _ = (&mut outcome).await;
@@ -377,24 +370,6 @@ async fn turn(
         return exit::STDOUT_CLOSED;
     }
     exit::for_outcome(&outcome)
-}
-
-/// The signals that end a run: SIGINT cancels the turn (twice: quits now), SIGTERM and SIGHUP
-/// quit now.
-struct Signals {
-    interrupt: Signal,
-    terminate: Signal,
-    hangup: Signal,
-}
-
-impl Signals {
-    fn new() -> std::io::Result<Signals> {
-        Ok(Signals {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-        })
-    }
 }
 
 /// Kills every tool process group at once, then disposes with a bound.
@@ -436,14 +411,19 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
         let mut line = json!({
             "type": "turn_end",
             "turn": turn,
-            "reason": serde_json::to_value(&reason).ok().and_then(|v| v.get("kind").cloned()),
+            "reason": reason.kind(),
             "steps": steps,
             "usage": {"input_tokens": input, "output_tokens": output, "cache_hit_tokens": cache},
         });
         match &reason {
             TurnEndReason::Aborted { cause } => line["cause"] = json!(cause),
             TurnEndReason::Error { failure } => line["error"] = json!(failure),
-            _ => {}
+            TurnEndReason::Completed
+            | TurnEndReason::MaxTokens
+            | TurnEndReason::MaxSteps
+            | TurnEndReason::Refusal
+            | TurnEndReason::Interrupted
+            | TurnEndReason::Unknown => {}
         }
         renderer.json_line(&line);
     }

@@ -2,7 +2,6 @@
 //! headers only and `show` reads with `inspect`, so neither ever changes a log: a log that
 //! needs repair is repaired in memory for display.
 
-use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use dsh_agent::record::Record;
@@ -15,14 +14,14 @@ use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use crate::args::{ColorChoice, Global, SessionsCommand};
 use crate::exit::Failure;
 use crate::render::Renderer;
-use crate::settings::Settings;
+use crate::settings::{CommandFlags, Settings};
 
 /// The shortest id prefix shown and accepted.
 pub const MIN_PREFIX: usize = 8;
 
 /// Runs `dsh sessions …`; returns the exit status.
 pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
-    let settings = match Settings::resolve(global, None) {
+    let settings = match Settings::resolve(global, CommandFlags::default()) {
         Ok(settings) => settings,
         Err(failure) => {
             return crate::run::report(
@@ -86,7 +85,7 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
 }
 
 fn say(text: &str) {
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    let _ = crate::output::write(text.as_bytes());
 }
 
 fn failed(e: impl std::fmt::Display) -> Failure {
@@ -277,7 +276,7 @@ async fn show(
             event.encode_into(&mut out);
             out.push(b'\n');
         }
-        let _ = std::io::stdout().lock().write_all(&out);
+        let _ = crate::output::write(&out);
         return Ok(());
     }
     let model = loaded
@@ -299,7 +298,7 @@ async fn show(
         loaded.header.cwd,
         timestamp(loaded.header.created_at)
     ));
-    let terminal = std::io::stdout().is_terminal();
+    let terminal = crate::output::is_terminal();
     let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
     let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
     let color = match color {

@@ -107,13 +107,7 @@ pub(crate) fn prompt(
     let taken =
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.agent.send(message)))
         {
-            Ok(sent) => sent.map_err(|e| {
-                let code = match e {
-                    AgentError::InvalidMessage { .. } => code::INVALID_PARAMS,
-                    _ => code::INTERNAL,
-                };
-                RpcError::new(code, e.to_string())
-            }),
+            Ok(sent) => sent.map_err(|e| RpcError::new(send_error_code(&e), e.to_string())),
             Err(payload) => {
                 let panic = dsh_kernel::panic_message(payload.as_ref());
                 tracing::error!(session = %sent, %panic, "the agent panicked taking a prompt");
@@ -141,6 +135,25 @@ pub(crate) fn prompt(
     };
     if conn.scope.spawn(settle).is_err() {
         tracing::debug!("a prompt after the bridge's scope closed");
+    }
+}
+
+/// The JSON-RPC code of a prompt the agent refused: the client's fault only when the message
+/// itself was wrong.
+fn send_error_code(error: &AgentError) -> i32 {
+    match error {
+        AgentError::InvalidMessage { .. } => code::INVALID_PARAMS,
+        AgentError::Disposed { .. }
+        | AgentError::DuplicateMessage { .. }
+        | AgentError::InvalidRequest { .. }
+        | AgentError::AlreadyLive { .. }
+        | AgentError::AlreadyStored { .. }
+        | AgentError::NotFound { .. }
+        | AgentError::PersistenceUnavailable
+        | AgentError::InvalidLog { .. }
+        | AgentError::ShuttingDown
+        | AgentError::Persistence(_)
+        | AgentError::Session(_) => code::INTERNAL,
     }
 }
 

@@ -1,0 +1,377 @@
+//! The effective configuration, computed once for every command: each setting of the table
+//! (`table.rs`) from its flag, else its environment variable, else the configuration file,
+//! else its default — checked against its kind wherever it came from, and remembering its
+//! source for `dsh config`. The texts are then read once into typed values (a permission
+//! mode, a max-tokens field, durations), so no command parses a setting again.
+
+mod file;
+mod table;
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dsh_acp::PermissionMode;
+use dsh_llm::ReasoningEffort;
+use dsh_llm_openai::MaxTokensField;
+
+use crate::args::{AcpPermission, Global, Reasoning};
+use crate::exit::Failure;
+
+pub use table::{KEYS, Key, Kind};
+
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File { path: PathBuf, line: usize },
+    Env(&'static str),
+    Flag(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File { path, line } => write!(f, "file {}:{line}", path.display()),
+            Source::Env(name) => write!(f, "env {name}"),
+            Source::Flag(name) => write!(f, "flag {name}"),
+        }
+    }
+}
+
+/// A value and its source.
+#[derive(Clone, Debug)]
+pub struct Set<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// One setting as resolved: its checked text (`None`: unset) and source.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub key: &'static Key,
+    pub text: Option<String>,
+    pub source: Source,
+}
+
+/// The flags of the command being run that set a setting (besides the global ones).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CommandFlags {
+    /// `dsh run --max-steps`.
+    pub max_steps: Option<u32>,
+    /// `dsh acp --permission`.
+    pub acp_permission: Option<AcpPermission>,
+}
+
+/// What every command runs with.
+#[derive(Debug)]
+pub struct Settings {
+    /// The file read, and whether it was there.
+    pub config_file: Option<(PathBuf, bool)>,
+    /// Every setting of the table, in its order (what `dsh config` shows).
+    pub resolved: Vec<Resolved>,
+    pub data_dir: Set<PathBuf>,
+    pub model: Set<String>,
+    pub base_url: Set<String>,
+    /// The variable holding the key; empty when the server needs none.
+    pub api_key_env: Set<String>,
+    pub replay: Option<Set<String>>,
+    pub reasoning: Set<Option<ReasoningEffort>>,
+    pub max_tokens: Set<Option<NonZeroU32>>,
+    pub temperature: Set<Option<f32>>,
+    pub max_steps: Set<Option<NonZeroU32>>,
+    pub connect_timeout: Set<Duration>,
+    pub idle_timeout: Set<Duration>,
+    pub max_retries: Set<u32>,
+    pub send_reasoning_content: Set<bool>,
+    pub max_tokens_field: Set<MaxTokensField>,
+    pub headers: Vec<(String, String)>,
+    pub acp_permission: Set<PermissionMode>,
+    pub acp_max_line_bytes: Set<usize>,
+    pub acp_cancel_grace: Set<Duration>,
+    pub acp_teardown_deadline: Set<Duration>,
+}
+
+impl Settings {
+    /// Flags over environment over the file over defaults.
+    pub fn resolve(global: &Global, flags: CommandFlags) -> Result<Settings, Failure> {
+        let located = file::locate(global.config.as_deref());
+        let loaded = match &located {
+            Some((path, required)) => file::load(path, *required)?,
+            None => None,
+        };
+        let config_file = located.map(|(path, _)| {
+            let present = loaded.is_some();
+            (path, present)
+        });
+        let mut resolved = Vec::with_capacity(KEYS.len());
+        for key in KEYS {
+            resolved.push(pick(key, global, flags, loaded.as_ref())?);
+        }
+        derive_defaults(&mut resolved)?;
+        let typed = Typed {
+            resolved: &resolved,
+        };
+        Ok(Settings {
+            data_dir: typed.get("data_dir", |t| Some(PathBuf::from(t)))?,
+            model: typed.get("model", |t| Some(t.to_owned()))?,
+            base_url: typed.get("base_url", |t| Some(t.to_owned()))?,
+            api_key_env: typed.get("api_key_env", |t| Some(t.to_owned()))?,
+            replay: typed.optional("replay", |t| Some(t.to_owned()))?,
+            reasoning: typed.get("reasoning", |t| Some(effort(t)))?,
+            max_tokens: typed.get_or_unset("max_tokens", |t| t.parse().ok())?,
+            temperature: typed.get_or_unset("temperature", |t| t.parse().ok())?,
+            max_steps: typed.get_or_unset("max_steps", |t| t.parse().ok())?,
+            connect_timeout: typed.get("http.connect_timeout_secs", secs)?,
+            idle_timeout: typed.get("http.idle_timeout_secs", secs)?,
+            max_retries: typed.get("http.max_retries", |t| t.parse().ok())?,
+            send_reasoning_content: typed.get("http.send_reasoning_content", |t| t.parse().ok())?,
+            max_tokens_field: typed.get("http.max_tokens_field", |t| match t {
+                "max_tokens" => Some(MaxTokensField::MaxTokens),
+                "max_completion_tokens" => Some(MaxTokensField::MaxCompletionTokens),
+                _ => None,
+            })?,
+            headers: loaded.map(|l| l.headers).unwrap_or_default(),
+            acp_permission: typed.get("acp.permission", |t| match t {
+                "ask" => Some(PermissionMode::Ask),
+                "allow" => Some(PermissionMode::Allow),
+                _ => None,
+            })?,
+            acp_max_line_bytes: typed.get("acp.max_line_bytes", |t| t.parse().ok())?,
+            acp_cancel_grace: typed.get("acp.cancel_grace_ms", millis)?,
+            acp_teardown_deadline: typed.get("acp.teardown_deadline_ms", millis)?,
+            config_file,
+            resolved,
+        })
+    }
+
+    /// `<data_dir>/sessions`.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.data_dir.value.join("sessions")
+    }
+}
+
+/// The strongest source of `key`, checked against its kind.
+fn pick(
+    key: &'static Key,
+    global: &Global,
+    flags: CommandFlags,
+    loaded: Option<&file::Loaded>,
+) -> Result<Resolved, Failure> {
+    let set = |text: String, source: Source| Resolved {
+        key,
+        text: Some(text),
+        source,
+    };
+    if let Some(flag) = key.flag
+        && let Some(text) = flag_text(flag, global, flags)?
+    {
+        key.kind
+            .check(&text)
+            .map_err(|want| Failure::config(format!("{flag} {text:?}: expected {want}")))?;
+        return Ok(set(text, Source::Flag(flag)));
+    }
+    if let Some(name) = key.env {
+        let text = match std::env::var(name) {
+            Ok(text) if text.is_empty() && !matches!(key.kind, Kind::Text { empty_ok: true }) => {
+                None
+            }
+            Ok(text) => Some(text),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(Failure::config(format!(
+                    "environment variable {name}: not UTF-8"
+                )));
+            }
+        };
+        if let Some(text) = text {
+            key.kind.check(&text).map_err(|want| {
+                Failure::config(format!(
+                    "environment variable {name}={text:?}: expected {want}"
+                ))
+            })?;
+            return Ok(set(text, Source::Env(name)));
+        }
+    }
+    if let Some(loaded) = loaded
+        && let Some(value) = loaded.values.get(key.name)
+    {
+        let source = Source::File {
+            path: loaded.path.clone(),
+            line: value.line,
+        };
+        return Ok(set(value.text.clone(), source));
+    }
+    Ok(Resolved {
+        key,
+        text: match key.default {
+            table::Default::Is(text) => Some(text.to_owned()),
+            table::Default::Unset | table::Default::Derived => None,
+        },
+        source: Source::Default,
+    })
+}
+
+/// The text clap parsed for `flag`, when it was given.
+fn flag_text(flag: &str, global: &Global, flags: CommandFlags) -> Result<Option<String>, Failure> {
+    Ok(match flag {
+        "--model" => global.model.clone(),
+        "--base-url" => global.base_url.clone(),
+        "--reasoning" => global.reasoning.map(|r| level(r).to_owned()),
+        "--max-tokens" => global.max_tokens.map(|n| n.to_string()),
+        "--max-steps" => flags.max_steps.map(|n| n.to_string()),
+        "--replay" => global.replay.clone(),
+        "--permission" => flags.acp_permission.map(|p| {
+            match p {
+                AcpPermission::Ask => "ask",
+                AcpPermission::Allow => "allow",
+            }
+            .to_owned()
+        }),
+        "--data-dir" => match &global.data_dir {
+            None => None,
+            Some(dir) => Some(dir.to_str().map(str::to_owned).ok_or_else(|| {
+                Failure::config(format!("--data-dir {}: not UTF-8", dir.display()))
+            })?),
+        },
+        other => {
+            return Err(Failure::internal(format!(
+                "the settings table names {other}, which no command has"
+            )));
+        }
+    })
+}
+
+/// The defaults that depend on the environment or on other settings.
+fn derive_defaults(resolved: &mut [Resolved]) -> Result<(), Failure> {
+    let base_url = resolved
+        .iter()
+        .find(|r| r.key.name == "base_url")
+        .and_then(|r| r.text.clone())
+        .unwrap_or_default();
+    for r in resolved.iter_mut() {
+        if r.text.is_some() || r.key.default != table::Default::Derived {
+            continue;
+        }
+        r.text = Some(match r.key.name {
+            "data_dir" => default_data_dir()?.display().to_string(),
+            // A DeepSeek key is only ever sent to DeepSeek.
+            "api_key_env" if is_deepseek(&base_url) => "DEEPSEEK_API_KEY".to_owned(),
+            "api_key_env" => "DSH_API_KEY".to_owned(),
+            other => {
+                return Err(Failure::internal(format!("no derived default for {other}")));
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Reads resolved texts into typed values.
+struct Typed<'a> {
+    resolved: &'a [Resolved],
+}
+
+impl Typed<'_> {
+    fn optional<T>(
+        &self,
+        name: &str,
+        read: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<Set<T>>, Failure> {
+        let r = self
+            .resolved
+            .iter()
+            .find(|r| r.key.name == name)
+            .ok_or_else(|| Failure::internal(format!("no setting {name} in the table")))?;
+        match &r.text {
+            None => Ok(None),
+            Some(text) => match read(text) {
+                Some(value) => Ok(Some(Set {
+                    value,
+                    source: r.source.clone(),
+                })),
+                // The text was checked against its kind: a reader refusing it is a bug here.
+                None => Err(Failure::internal(format!(
+                    "{name} = {text:?} passed its check but could not be read"
+                ))),
+            },
+        }
+    }
+
+    fn get_or_unset<T>(
+        &self,
+        name: &str,
+        read: impl Fn(&str) -> Option<T>,
+    ) -> Result<Set<Option<T>>, Failure> {
+        Ok(match self.optional(name, read)? {
+            Some(set) => Set {
+                value: Some(set.value),
+                source: set.source,
+            },
+            None => Set {
+                value: None,
+                source: Source::Default,
+            },
+        })
+    }
+
+    fn get<T>(&self, name: &str, read: impl Fn(&str) -> Option<T>) -> Result<Set<T>, Failure> {
+        self.optional(name, read)?
+            .ok_or_else(|| Failure::internal(format!("{name} has no value and no default")))
+    }
+}
+
+fn secs(text: &str) -> Option<Duration> {
+    text.parse().ok().map(Duration::from_secs)
+}
+
+fn millis(text: &str) -> Option<Duration> {
+    text.parse().ok().map(Duration::from_millis)
+}
+
+fn effort(level: &str) -> Option<ReasoningEffort> {
+    match level {
+        "off" => Some(ReasoningEffort::Off),
+        "low" => Some(ReasoningEffort::Low),
+        "medium" => Some(ReasoningEffort::Medium),
+        "high" => Some(ReasoningEffort::High),
+        "max" => Some(ReasoningEffort::Max),
+        _ => None,
+    }
+}
+
+fn level(reasoning: Reasoning) -> &'static str {
+    match reasoning {
+        Reasoning::Default => "default",
+        Reasoning::Off => "off",
+        Reasoning::Low => "low",
+        Reasoning::Medium => "medium",
+        Reasoning::High => "high",
+        Reasoning::Max => "max",
+    }
+}
+
+fn default_data_dir() -> Result<PathBuf, Failure> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match var("XDG_DATA_HOME") {
+        Some(xdg) if Path::new(&xdg).is_absolute() => Ok(PathBuf::from(xdg).join("dsh")),
+        _ => match var("HOME") {
+            Some(home) => Ok(PathBuf::from(home).join(".local/share/dsh")),
+            None => Err(Failure::config(
+                "no data directory: HOME is not set; pass --data-dir or set DSH_DATA_DIR",
+            )),
+        },
+    }
+}
+
+/// Whether `url`'s host is DeepSeek's API.
+pub fn is_deepseek(url: &str) -> bool {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| {
+            u.host_str()
+                .map(|h| h.eq_ignore_ascii_case("api.deepseek.com"))
+        })
+        .unwrap_or(false)
+}
