@@ -17,8 +17,8 @@ use dsh_agent::{AgentRegistry, CreateAgent, UserMessage};
 use dsh_e2e::{Sandbox, binary};
 use dsh_kernel::Runtime;
 use dsh_session::SessionStorePlugin;
-use dsh_test_support::mock_model::{MockModelServer, MockResponse};
-use dsh_test_support::providers::{
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
+use dsh_test_providers::providers::{
     AgentLoopPlugin, ApiKey, JsonlConfig, JsonlPlugin, LocalShellConfig, LoopConfig, OpenAiConfig,
     OpenAiPlugin, ShellLocalPlugin,
 };

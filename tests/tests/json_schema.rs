@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_e2e::{Sandbox, text};
-use dsh_test_support::mock_model::{MockModelServer, MockResponse};
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 
 fn validator() -> jsonschema::Validator {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_e2e::{Sandbox, text};
-use dsh_test_support::mock_model::{MockModelServer, MockResponse};
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 
 #[test]
 fn with_replay_the_built_in_scripts_are_listed() {

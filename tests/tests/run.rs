@@ -6,7 +6,7 @@
 use std::process::Stdio;
 
 use dsh_e2e::{Sandbox, run_with_stdin, text};
-use dsh_test_support::mock_model::{MockModelServer, MockResponse};
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 
 const DEMO_PROMPT: &str = "Take a quick look at this directory and tell me what you find.";
 

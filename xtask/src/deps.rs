@@ -15,7 +15,7 @@ use crate::roles::{self, Role};
 /// The verdict on one internal edge: the rule it breaks and why, or `None` when allowed.
 pub fn edge_verdict(from: Role, to: Role, dev: bool) -> Option<(Rule, &'static str)> {
     use Role::*;
-    const DEV: &str = "a crate's tests reach providers, consumers and the binary only through dsh-test-support (architecture invariant 4)";
+    const DEV: &str = "a crate's tests reach providers, consumers and the binary only through the support crates, dsh-test-providers for providers (architecture invariant 4)";
     let definition_or_support = matches!(to, Definition { .. } | Support);
     match (from, dev) {
         (Support, _) | (Root, true) => None,

@@ -197,6 +197,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-acp", "consumer", None),
         ("dsh", "root", None),
         ("dsh-test-support", "support", None),
+        ("dsh-test-providers", "support", None),
         ("xtask", "support", None),
     ];
     for (name, role, layer) in expected {

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dsh_llm::{CancellationToken, Message, Model, ModelParams, ModelRequest};
 use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiModel, decode_body};
-use dsh_test_support::mock_model::{MockModelServer, MockResponse};
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 use futures::StreamExt;
 
 /// Counts allocation calls, to show the per-token cost is constant.
@@ -154,8 +154,8 @@ fn cancel_latency(_c: &mut Criterion) {
         let responses = (0..n)
             .map(|_| {
                 MockResponse::sse_bytes(body(1))
-                    .segments(dsh_test_support::mock_model::Split::PerLine)
-                    .ending(dsh_test_support::mock_model::Ending::Hang)
+                    .segments(dsh_test_providers::mock_model::Split::PerLine)
+                    .ending(dsh_test_providers::mock_model::Ending::Hang)
             })
             .collect();
         let server = MockModelServer::start(responses).await;

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use dsh_kernel::{CancellationToken, Runtime};
-use dsh_test_support::providers::{LocalShellConfig, ShellLocalPlugin};
+use dsh_test_providers::providers::{LocalShellConfig, ShellLocalPlugin};
 use dsh_tool_bash::BashToolsPlugin;
 use dsh_tools::{ToolContext, ToolRegistry, ToolRegistryPlugin};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use dsh_acp::{AcpBridge, AcpError, ServeReport};
 use dsh_kernel::Runtime;
 use dsh_session::SessionStorePlugin;
-use dsh_test_support::providers::{
+use dsh_test_providers::providers::{
     AgentLoopPlugin, JsonlConfig, JsonlPlugin, LoopConfig, ReplayModel, ReplayPlugin, ReplayScript,
 };
 use dsh_tools::ToolRegistryPlugin;

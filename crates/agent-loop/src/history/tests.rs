@@ -6,6 +6,8 @@ use dsh_llm::Message;
 use dsh_session::{EventType, SessionEvent};
 use serde_json::{Value, json};
 
+use dsh_test_support::stored;
+
 use super::{Projection, project};
 
 fn log(entries: &[(&str, Value)]) -> Vec<Arc<SessionEvent>> {
@@ -181,13 +183,7 @@ fn a_damaged_record_is_skipped_and_the_rest_projected() {
 /// reading it whole does.
 #[test]
 fn reading_a_log_in_pieces_projects_what_reading_it_whole_does() {
-    const FIXTURE: &str =
-        include_str!("../../../agent/tests/fixtures/log-before-typed-records.jsonl");
-    let events: Vec<Arc<SessionEvent>> = FIXTURE
-        .lines()
-        .skip(1)
-        .map(|line| Arc::new(SessionEvent::decode(line.as_bytes()).unwrap()))
-        .collect();
+    let events = stored::events(stored::BEFORE_TYPED_RECORDS);
     let whole = project(&events);
     assert_eq!(
         said(&whole)[..4],

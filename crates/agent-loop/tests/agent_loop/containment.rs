@@ -214,8 +214,8 @@ async fn a_crash_repaired_log_resumes_with_synthesised_results_and_the_next_turn
     let model = ScriptedModel::new(vec![say("after the crash")]);
     let h = Harness::persistent(model.clone()).await;
     // A log cut mid-step by a crash: two calls asked for, one recorded, no results, no ends.
-    let writer = dsh_test_support::providers::JsonlPersistence::new(
-        dsh_test_support::providers::JsonlConfig::new(h.dir.as_ref().unwrap().path()),
+    let writer = dsh_test_providers::providers::JsonlPersistence::new(
+        dsh_test_providers::providers::JsonlConfig::new(h.dir.as_ref().unwrap().path()),
     )
     .unwrap();
     let header = dsh_session::SessionHeader {

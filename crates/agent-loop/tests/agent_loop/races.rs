@@ -10,7 +10,7 @@ use dsh_agent::{
 use dsh_kernel::Runtime;
 use dsh_llm::{FinishReason, Model};
 use dsh_session::{Interest, Session, SessionEvent, SessionObserver, SessionStore};
-use dsh_test_support::providers::{ReplayModel, ReplayScript};
+use dsh_test_providers::providers::{ReplayModel, ReplayScript};
 
 use crate::support::*;
 

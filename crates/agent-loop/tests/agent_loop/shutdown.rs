@@ -9,7 +9,7 @@ use dsh_session::{
     CloseIntent, EventVocabulary, ListQuery, LoadedSession, Origin, PersistenceError, SessionEvent,
     SessionHeader, SessionId, SessionListing, SessionLocation, SessionPersistence,
 };
-use dsh_test_support::providers::{JsonlConfig, JsonlPersistence};
+use dsh_test_providers::providers::{JsonlConfig, JsonlPersistence};
 
 use crate::support::*;
 

@@ -13,7 +13,7 @@ use dsh_llm::{
     ModelStream,
 };
 use dsh_session::{Interest, PersistenceBridge, SessionEvent, SessionStore};
-use dsh_test_support::providers::{JsonlConfig, JsonlPlugin};
+use dsh_test_providers::providers::{JsonlConfig, JsonlPlugin};
 use dsh_tools::{
     Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRegistryPlugin, ToolSchema,
 };

@@ -13,19 +13,12 @@ use dsh_session::{
     EventType, SessionEvent, TurnEnd, TurnEndReason,
     repair::{TOOL_NOT_STARTED, interrupted_turn_closers},
 };
+use dsh_test_support::stored;
 use serde_json::value::RawValue;
 
-/// A log written by dsh before the records were typed: four turns through the built binary
-/// (tools, a length cut, a server error, a cancelled stream), then a crash-repaired turn, a
-/// plugin's message and an ignorable kind this dsh does not know, added by hand.
-const FIXTURE: &str = include_str!("../fixtures/log-before-typed-records.jsonl");
-
+/// A log written by dsh before the records were typed (see `dsh_test_support::stored`).
 fn fixture() -> Vec<Arc<SessionEvent>> {
-    FIXTURE
-        .lines()
-        .skip(1)
-        .map(|line| Arc::new(SessionEvent::decode(line.as_bytes()).unwrap()))
-        .collect()
+    stored::events(stored::BEFORE_TYPED_RECORDS)
 }
 
 fn records() -> Vec<Record> {

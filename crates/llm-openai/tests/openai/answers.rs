@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dsh_llm::{CancellationToken, Model, ModelErrorKind, ModelEvent};
 use dsh_llm_openai::OpenAiModel;
-use dsh_test_support::mock_model::{MockModelServer, MockResponse};
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 use futures::StreamExt;
 
 use crate::http::{config, request};

@@ -8,7 +8,7 @@ use dsh_llm::{
     ModelRequest, StreamChecker,
 };
 use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiConfigError, OpenAiModel, RetryPolicy};
-use dsh_test_support::mock_model::{Ending, MockModelServer, MockResponse, Split};
+use dsh_test_providers::mock_model::{Ending, MockModelServer, MockResponse, Split};
 use futures::StreamExt;
 
 const KEY: &str = "sk-test-secret-123";
@@ -488,7 +488,7 @@ async fn content_types_compare_case_insensitively_and_an_html_error_page_is_exce
 
 #[tokio::test]
 async fn a_cancel_while_an_error_body_stalls_ends_the_call_at_once() {
-    use dsh_test_support::mock_model::Split;
+    use dsh_test_providers::mock_model::Split;
     let server = MockModelServer::start(vec![
         MockResponse::status(503)
             .body("busy, try again later")

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use dsh_llm::{FinishReason, ModelErrorKind};
 use dsh_llm_replay::{Ending, ItemKind, ReplayScript};
 use dsh_session::{EventType, SessionEvent};
+use dsh_test_support::stored;
 use serde_json::json;
 use serde_json::value::RawValue;
 
@@ -107,13 +108,7 @@ fn a_session_log_becomes_a_script() {
 /// answer an entry.
 #[test]
 fn a_stored_log_of_the_binary_becomes_a_script() {
-    const FIXTURE: &str =
-        include_str!("../../../agent/tests/fixtures/log-before-typed-records.jsonl");
-    let events: Vec<Arc<SessionEvent>> = FIXTURE
-        .lines()
-        .skip(1)
-        .map(|line| Arc::new(SessionEvent::decode(line.as_bytes()).unwrap()))
-        .collect();
+    let events = stored::events(stored::BEFORE_TYPED_RECORDS);
     let script = ReplayScript::from_session_events("stored", &events);
     assert_eq!(script.prompt.as_deref(), Some("Look at this"));
     let endings: Vec<&Ending> = script.entries.iter().map(|e| &e.ending).collect();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use dsh_session::{SessionId, SessionPersistence};
 use dsh_session_jsonl::{JsonlConfig, JsonlPersistence};
-use dsh_test_support::persistence_contract::{Harness, run};
+use dsh_test_providers::persistence_contract::{Harness, run};
 
 pub struct Jsonl;
 

@@ -8,7 +8,7 @@ use dsh_kernel::Runtime;
 use dsh_llm::Model;
 use dsh_session::{CancelCause, SessionStore, TurnEndReason};
 use dsh_shell::{ShellExecRequest, ShellExecutor};
-use dsh_test_support::providers::{
+use dsh_test_providers::providers::{
     AgentLoopPlugin, LoopConfig, ReplayModel, ReplayScript, ShellLocalPlugin,
 };
 use dsh_tool_bash::BashToolsPlugin;

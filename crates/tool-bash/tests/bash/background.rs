@@ -1,7 +1,7 @@
 //! Background tasks through the tools: ownership, paging, kill, workdirs, reloads.
 
 use dsh_shell::{ShellExecRequest, TaskState};
-use dsh_test_support::providers::ShellLocalPlugin;
+use dsh_test_providers::providers::ShellLocalPlugin;
 use dsh_tool_bash::BashToolsPlugin;
 use serde_json::json;
 
@@ -309,7 +309,7 @@ async fn workdirs_resolve_against_each_session_and_home() {
 
 #[tokio::test]
 async fn the_running_limit_answers_with_its_text_and_leaves_the_others() {
-    let rig = Rig::with_shell(dsh_test_support::providers::LocalShellConfig {
+    let rig = Rig::with_shell(dsh_test_providers::providers::LocalShellConfig {
         max_running_tasks: 2,
         ..shell_config()
     })

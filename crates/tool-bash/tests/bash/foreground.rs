@@ -152,7 +152,7 @@ fn text_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 
 #[tokio::test]
 async fn a_partial_spill_notice_says_which_bytes_are_lost() {
-    let rig = Rig::with_shell(dsh_test_support::providers::LocalShellConfig {
+    let rig = Rig::with_shell(dsh_test_providers::providers::LocalShellConfig {
         spill_cap: 1 << 20,
         ..shell_config()
     })

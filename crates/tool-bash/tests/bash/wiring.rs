@@ -64,7 +64,7 @@ async fn three_tools_in_order_with_their_flags_schemas_and_descriptions() {
         .provide::<dyn ToolRegistry>(recording.clone())
         .unwrap();
     runtime
-        .load(dsh_test_support::providers::ShellLocalPlugin::new(
+        .load(dsh_test_providers::providers::ShellLocalPlugin::new(
             shell_config(),
         ))
         .await

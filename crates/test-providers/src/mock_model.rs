@@ -68,7 +68,7 @@ impl MockResponse {
 
     /// A 200 SSE response replaying fixture `name` of `fixtures/sse/`.
     pub fn sse_fixture(name: &str) -> MockResponse {
-        MockResponse::sse_bytes(crate::sse::fixture(name))
+        MockResponse::sse_bytes(dsh_test_support::sse::fixture(name))
     }
 
     /// A response with `code` and an empty body.
