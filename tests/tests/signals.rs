@@ -198,26 +198,20 @@ async fn a_completed_run_leaves_no_background_task_behind() {
 }
 
 #[tokio::test]
-async fn after_a_sigkill_the_session_shows_the_turn_interrupted_and_resumes() {
+async fn after_a_sigkill_no_tool_survives_and_the_session_shows_the_turn_interrupted_and_resumes() {
     let sandbox = Sandbox::new();
     let m = marker();
-    let mut run = Running::start(&sandbox, &format!("sleep 1000.{m}"));
-    run.expect("$ sleep");
-    eventually("the tool runs", || sleepers(&m) == 1).await;
+    let mut run = Running::start(&sandbox, &format!("setsid sleep 1000.{m} & sleep 1000.{m}"));
+    run.expect("$ setsid");
+    eventually("the tool and its setsid child run", || sleepers(&m) == 2).await;
     run.signal("KILL");
     let (code, _) = run.wait();
     assert_eq!(code, None, "killed by a signal");
-    // Nothing ran dsh's shutdown, so the tool outlives it (see the composition-root RFC);
-    // this test only cleans it up.
-    for pid in dsh_test_support::processes::alive(&m) {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    }
+    // Nothing ran dsh's shutdown: its watchdog ends the tool, the escaped child too.
     all_gone(&m).await;
 
     let shown = show_loads(&sandbox);
-    assert!(shown.contains("$ sleep 1000."), "{shown}");
+    assert!(shown.contains("$ setsid sleep 1000."), "{shown}");
     assert!(shown.contains("[interrupted]"), "{shown}");
 
     let id = sandbox.first_session_id();

@@ -71,7 +71,10 @@ async fn load_all(
         .await
         .map_err(|e| failed("the model", e))?;
     runtime
-        .load(ShellLocalPlugin::new(LocalShellConfig::default()))
+        .load(ShellLocalPlugin::new(LocalShellConfig {
+            watchdog: Some(watchdog_program()),
+            ..LocalShellConfig::default()
+        }))
         .await
         .map_err(|e| failed("the shell", e))?;
     runtime
@@ -102,4 +105,15 @@ fn options(settings: &Settings) -> AgentOptions {
         options.max_steps = steps;
     }
     options
+}
+
+/// This binary, which runs as the shell's watchdog when asked to (`main`). On Linux the link
+/// `/proc/self/exe` execs this very binary even when its file was replaced or removed since.
+fn watchdog_program() -> PathBuf {
+    let link = PathBuf::from("/proc/self/exe");
+    if link.exists() {
+        link
+    } else {
+        std::env::current_exe().unwrap_or(link)
+    }
 }

@@ -34,6 +34,10 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // Started by the shell executor as its watchdog: that is all this process does.
+    if let Some(code) = dsh_shell_local::watchdog::run_if_requested() {
+        return code;
+    }
     // clap answers --help and --version before any other work.
     let cli = Cli::parse();
     init_logs(

@@ -41,6 +41,11 @@ pub struct LocalShellConfig {
     pub env_keep: Vec<String>,
     /// Exact names always removed from children (the model API key's variable, for one).
     pub env_remove: Vec<String>,
+    /// The program to start as the watchdog that ends every task's processes if dsh dies
+    /// without shutting down (SIGKILL): a binary whose `main` calls
+    /// [`watchdog::run_if_requested`](crate::watchdog::run_if_requested) first — the dsh
+    /// binary. `None` (the default) runs without one.
+    pub watchdog: Option<PathBuf>,
     /// Test seam: records or replaces the group signals the executor sends.
     #[doc(hidden)]
     pub signaller: Option<std::sync::Arc<dyn crate::signal::Signaller>>,
@@ -68,6 +73,7 @@ impl Default for LocalShellConfig {
                 .to_vec(),
             env_keep: Vec::new(),
             env_remove: Vec::new(),
+            watchdog: None,
             signaller: None,
         }
     }

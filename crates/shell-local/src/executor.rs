@@ -24,6 +24,7 @@ use crate::spill::SpillDir;
 use crate::supervisor::Supervisor;
 use crate::table::Table;
 use crate::task::{Task, TaskMut};
+use crate::watchdog::Watchdog;
 
 /// Runs commands as local `bash -c` processes, each in its own session and process group.
 /// Dispose it with [`LocalShellExecutor::dispose`]; dropping it undisposed SIGKILLs every live
@@ -47,6 +48,8 @@ pub(crate) struct Inner {
     pub tracker: TaskTracker,
     pub handle: Handle,
     pub disposed: OnceCell<()>,
+    /// Ends this executor's processes if dsh dies without disposing it.
+    pub watchdog: Option<Watchdog>,
 }
 
 impl LocalShellExecutor {
@@ -70,6 +73,13 @@ impl LocalShellExecutor {
             max_output_cap: c.max_output_cap,
         };
         let nonce = format!("{}-{:016x}", std::process::id(), fastrand::u64(..));
+        let watchdog = checked.config.watchdog.as_deref().and_then(|program| {
+            Watchdog::start(program, &nonce)
+                .inspect_err(|error| {
+                    tracing::warn!(%error, program = %program.display(), "cannot start the shell watchdog; a SIGKILL of dsh would leave its tools running");
+                })
+                .ok()
+        });
         let inner = Arc::new(Inner {
             spill_dir: SpillDir::new(checked.spill_root.clone()),
             checked,
@@ -81,6 +91,7 @@ impl LocalShellExecutor {
             tracker: TaskTracker::new(),
             handle,
             disposed: OnceCell::new(),
+            watchdog,
         });
         Ok(Arc::new_cyclic(|me| LocalShellExecutor {
             inner,
@@ -127,6 +138,9 @@ impl LocalShellExecutor {
                 return Err(error);
             }
         };
+        if let Some(watchdog) = &inner.watchdog {
+            watchdog.leader(spawned.pid);
+        }
         let stdin = spawned.stdin.take();
         let task = Arc::new(Task {
             id: TaskId::allocate(),
@@ -226,6 +240,9 @@ impl Inner {
             table.disposing
         };
         task.done.send_replace(Some(exit.clone()));
+        if let Some(watchdog) = &self.watchdog {
+            watchdog.ended(task.pgid);
+        }
         if task.background
             && !disposing
             && let Some(executor) = executor.upgrade()
@@ -273,6 +290,9 @@ impl Inner {
                     spare_groups: Vec::new(),
                 };
                 escapees::sweep(&everything, KILL_BOUND).await;
+                if let Some(watchdog) = &self.watchdog {
+                    watchdog.close(KILL_BOUND).await;
+                }
                 self.spill_dir.close();
                 let tasks = self.lock().clear();
                 for task in &tasks {

@@ -13,6 +13,8 @@
 //!   says what stays out of reach.
 //! - Output is kept as bytes: a ring of exactly the last `output_cap` bytes and a capped
 //!   private spill file of the stream's head; never decoded here.
+//! - With a watchdog configured, what a task started is ended even when dsh is SIGKILLed: a
+//!   small process that outlives dsh ends it when its pipe from dsh closes (`watchdog`).
 //! - Each task has one async supervisor on the runtime captured at construction; the executor
 //!   holds no scope. [`LocalShellExecutor::dispose`] ends and awaits every task; dropping an
 //!   undisposed executor SIGKILLs every live group.
@@ -36,6 +38,7 @@ mod spill;
 mod supervisor;
 mod table;
 mod task;
+pub mod watchdog;
 
 pub use config::{LocalConfigError, LocalShellConfig};
 pub use executor::LocalShellExecutor;

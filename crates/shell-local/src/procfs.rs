@@ -60,6 +60,22 @@ mod linux {
         out
     }
 
+    /// Every process id in `/proc`.
+    pub fn all_pids() -> Vec<i32> {
+        let Ok(entries) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<i32>().ok())
+            })
+            .collect()
+    }
+
     pub fn environ_has(pid: i32, wanted: &dyn Fn(&[u8]) -> bool) -> bool {
         fs::read(format!("/proc/{pid}/environ")).is_ok_and(|raw| raw.split(|&b| b == 0).any(wanted))
     }
@@ -93,7 +109,7 @@ mod linux {
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{children_of_self, environ_has, group_has_live_member, stat};
+pub(crate) use linux::{all_pids, children_of_self, environ_has, group_has_live_member, stat};
 
 #[cfg(not(target_os = "linux"))]
 mod other {
@@ -105,6 +121,9 @@ mod other {
     pub fn children_of_self() -> Vec<i32> {
         Vec::new()
     }
+    pub fn all_pids() -> Vec<i32> {
+        Vec::new()
+    }
     pub fn environ_has(_pid: i32, _wanted: &dyn Fn(&[u8]) -> bool) -> bool {
         false
     }
@@ -114,4 +133,4 @@ mod other {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) use other::{children_of_self, environ_has, group_has_live_member, stat};
+pub(crate) use other::{all_pids, children_of_self, environ_has, group_has_live_member, stat};

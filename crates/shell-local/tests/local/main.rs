@@ -11,3 +11,4 @@ mod output;
 mod processes;
 mod requests;
 mod termination;
+mod watchdog;
