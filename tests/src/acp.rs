@@ -87,6 +87,15 @@ impl AcpDriver {
         (AcpDriver::spawn(command), log)
     }
 
+    /// `dsh --base-url <url> acp <args…>` against a keyless OpenAI-compatible server (the mock
+    /// model server of a test), in the sandbox's work dir.
+    pub fn serving(sandbox: &Sandbox, base_url: &str, args: &[&str]) -> AcpDriver {
+        let mut command: Command =
+            sandbox.dsh(["--base-url", base_url, "--model", "mock-model", "acp"]);
+        command.args(args).env("DSH_API_KEY_ENV", "");
+        AcpDriver::spawn(command)
+    }
+
     /// Spawns a prepared command with piped stdio.
     pub fn spawn(mut command: Command) -> AcpDriver {
         command

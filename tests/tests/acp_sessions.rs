@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use dsh_e2e::Sandbox;
 use dsh_e2e::acp::{AcpDriver, Policy};
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
 use serde_json::{Value, json};
 
@@ -199,31 +200,46 @@ fn each_session_runs_its_commands_in_its_own_directory() {
     acp.finish();
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_cannot_read_or_kill_another_session_s_background_task() {
     let sandbox = Sandbox::new();
     let m = marker();
-    let script = sandbox.script(
-        "s",
-        json!([
-            {"match": {"last_user_contains": "start"}, "stream": [bash(json!({
-                "command": format!("sleep 1000.{m}"), "run_in_background": true}))]},
-            {"match": {"last_user_contains": "start"}, "stream": [{"text": "started"}],
-             "finish": "stop"},
-            {"match": {"last_user_contains": "steal"}, "stream": [
-                {"tool_call": {"name": "bash_output", "arguments": {"task_id": "sh-1"}}},
-                {"tool_call": {"name": "bash_kill", "arguments": {"task_id": "sh-1"}}}]},
-            {"match": {"last_user_contains": "steal"}, "stream": [{"text": "tried"}],
-             "finish": "stop"}
-        ]),
+    let server = MockModelServer::start(vec![
+        MockResponse::tool_call(
+            "bash",
+            &json!({"command": format!("sleep 1000.{m}"), "run_in_background": true}),
+        ),
+        MockResponse::text("started"),
+    ])
+    .await;
+    let mut acp = AcpDriver::serving(
+        &sandbox,
+        &format!("{}/v1", server.base_url()),
+        &["--permission", "allow"],
     );
-    let mut acp = AcpDriver::allowing(&sandbox, &script);
     acp.initialize(false);
     let owner = acp.new_session(&sandbox.work());
     let other = acp.new_session(&sandbox.work());
-    let (response, _) = acp.prompt_to_end(&owner, "start");
+    let (response, updates) = acp.prompt_to_end(&owner, "start");
     assert_eq!(response["result"]["stopReason"], "end_turn");
     eventually("the background task runs", || sleepers(&m) == 1).await;
+    // The other session's model names the owner's task by its real id.
+    let task = updates
+        .iter()
+        .filter_map(|u| u["content"][0]["content"]["text"].as_str())
+        .find_map(|t| t.strip_prefix("started background task "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    server.push(MockResponse::tool_call(
+        "bash_output",
+        &json!({"task_id": task}),
+    ));
+    server.push(MockResponse::tool_call(
+        "bash_kill",
+        &json!({"task_id": task}),
+    ));
+    server.push(MockResponse::text("tried"));
     let (response, updates) = acp.prompt_to_end(&other, "steal");
     assert_eq!(response["result"]["stopReason"], "end_turn");
     let failed: Vec<&Value> = updates

@@ -402,3 +402,87 @@ fn a_malformed_replay_script_is_refused_with_its_reason_and_nothing_is_created()
     assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
     assert!(!sandbox.data().exists());
 }
+
+/// Task ids name the process that started the task: a resumed session that asks for a task
+/// of an earlier run is told so, and never gets a task of this run that has the same number.
+#[test]
+fn a_task_of_an_earlier_run_is_named_as_such_and_never_confused_with_one_of_this_run() {
+    let sandbox = Sandbox::new();
+    let background = |command: &str| {
+        serde_json::json!({"stream": [{"tool_call": {"name": "bash", "arguments":
+            {"command": command, "run_in_background": true}}}]})
+    };
+    let first = sandbox.script(
+        "first",
+        serde_json::json!([background("echo first-run"), {"stream": [{"text": "ok"}], "finish": "stop"}]),
+    );
+    let out = sandbox
+        .dsh(["run", "--replay", &first, "start"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+    let earlier = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|e| e["data"]["meta"]["task_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let read = |id: &str| {
+        serde_json::json!({"stream": [{"tool_call": {"name": "bash_output", "arguments":
+            {"task_id": id, "wait_ms": 2000}}}]})
+    };
+    let second = sandbox.script(
+        "second",
+        serde_json::json!([
+            background("echo second-run"),
+            read(&earlier),
+            read("sh-1"),
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let id = sandbox.first_session_id();
+    let out = sandbox
+        .dsh([
+            "run",
+            "--json",
+            "--session",
+            &id,
+            "--replay",
+            &second,
+            "read it",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let results: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    let this_run = results[0]["output"].as_str().unwrap();
+    assert!(
+        this_run.starts_with("started background task sh-"),
+        "{this_run}"
+    );
+    assert_ne!(
+        this_run.trim_start_matches("started background task "),
+        earlier,
+        "a new run names its tasks anew"
+    );
+    for (result, asked) in results[1..].iter().zip([earlier.as_str(), "sh-1"]) {
+        assert_eq!(result["is_error"], true, "{result}");
+        assert_eq!(result["error_code"], "task_from_earlier_run", "{result}");
+        let said = result["output"].as_str().unwrap();
+        assert!(
+            said.contains(&format!(
+                "task \"{asked}\" belonged to an earlier run of dsh"
+            )),
+            "{said}"
+        );
+        assert!(
+            !said.contains("second-run"),
+            "never this run's task: {said}"
+        );
+    }
+}

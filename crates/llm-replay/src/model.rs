@@ -22,6 +22,9 @@ pub struct ReplayModel {
     info: ModelInfo,
     state: Mutex<State>,
     call_log: Option<PathBuf>,
+    /// Whether each request is kept for [`ReplayModel::requests`]. Off by default: a request
+    /// holds the whole history, so keeping every one grows with the square of a run's length.
+    record_requests: bool,
 }
 
 #[derive(Default)]
@@ -80,7 +83,14 @@ impl ReplayModel {
                 ..State::default()
             }),
             call_log: None,
+            record_requests: false,
         }
+    }
+
+    /// Keeps a copy of every request, for tests that assert what the agent sent.
+    pub fn with_recorded_requests(mut self) -> ReplayModel {
+        self.record_requests = true;
+        self
     }
 
     /// Appends one JSON line per call to `path` (the CLI sets it from `DSH_REPLAY_LOG`).
@@ -94,7 +104,8 @@ impl ReplayModel {
         self.state.lock().calls
     }
 
-    /// Copies of the requests received, for asserting what the agent sent.
+    /// Copies of the requests received, for asserting what the agent sent; empty unless the
+    /// model was built [`with_recorded_requests`](ReplayModel::with_recorded_requests).
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.state.lock().requests.clone()
     }
@@ -116,7 +127,9 @@ impl ReplayModel {
         let mut state = self.state.lock();
         state.calls += 1;
         let call = state.calls;
-        state.requests.push(request.clone());
+        if self.record_requests {
+            state.requests.push(request.clone());
+        }
         let found = self
             .script
             .entries

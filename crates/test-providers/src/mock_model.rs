@@ -66,6 +66,20 @@ impl MockResponse {
         }
     }
 
+    /// A 200 SSE answer of plain text that finishes `stop`.
+    pub fn text(text: &str) -> MockResponse {
+        let delta = serde_json::json!({"content": text});
+        MockResponse::sse_bytes(chunks(&[delta], "stop"))
+    }
+
+    /// A 200 SSE answer asking for one tool call (`arguments` as JSON) that finishes
+    /// `tool_calls`.
+    pub fn tool_call(name: &str, arguments: &serde_json::Value) -> MockResponse {
+        let delta = serde_json::json!({"tool_calls": [{"index": 0, "id": format!("call_{name}"),
+            "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]});
+        MockResponse::sse_bytes(chunks(&[delta], "tool_calls"))
+    }
+
     /// A 200 SSE response replaying fixture `name` of `fixtures/sse/`.
     pub fn sse_fixture(name: &str) -> MockResponse {
         MockResponse::sse_bytes(dsh_test_support::sse::fixture(name))
@@ -205,6 +219,12 @@ impl MockModelServer {
             shared,
             accept,
         }
+    }
+
+    /// Queues `response` after every one not yet served: for a test that learns what to
+    /// answer (an id, say) from what dsh already did.
+    pub fn push(&self, response: MockResponse) {
+        self.shared.responses.lock().unwrap().insert(0, response);
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -437,4 +457,22 @@ async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
         closed: None,
         connection: 0,
     })
+}
+
+/// The SSE bytes of one chat-completion stream: a chunk per delta, then the finish and
+/// `[DONE]`.
+fn chunks(deltas: &[serde_json::Value], finish: &str) -> Vec<u8> {
+    let chunk = |delta: &serde_json::Value, finish: Option<&str>| {
+        let body = serde_json::json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk",
+            "created": 1767225600, "model": "mock",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {body}\n\n")
+    };
+    let mut out = String::new();
+    for delta in deltas {
+        out.push_str(&chunk(delta, None));
+    }
+    out.push_str(&chunk(&serde_json::json!({}), Some(finish)));
+    out.push_str("data: [DONE]\n\n");
+    out.into_bytes()
 }

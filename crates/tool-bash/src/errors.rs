@@ -16,6 +16,8 @@ pub const TOO_MANY_TASKS: &str = "too_many_tasks";
 pub const SHELL_UNAVAILABLE: &str = "shell_unavailable";
 /// The task is not the caller's, or does not exist.
 pub const TASK_NOT_FOUND: &str = "task_not_found";
+/// The task was started by an earlier run of dsh (read from a resumed session's history).
+pub const TASK_FROM_EARLIER_RUN: &str = "task_from_earlier_run";
 /// The call was cancelled.
 pub const CANCELLED: &str = "cancelled";
 
@@ -28,6 +30,18 @@ pub fn invalid(message: impl Into<String>) -> ToolError {
 pub fn not_found(raw_id: &str) -> ToolError {
     let quoted = serde_json::Value::String(raw_id.to_owned()).to_string();
     ToolError::new(TASK_NOT_FOUND, format!("task {quoted} not found"))
+}
+
+/// An id a resumed session's history holds: its task ended with the process that started it.
+/// This says nothing about any other session (no run's tasks are reachable from another).
+pub fn earlier_run(raw_id: &str) -> ToolError {
+    let quoted = serde_json::Value::String(raw_id.to_owned()).to_string();
+    ToolError::new(
+        TASK_FROM_EARLIER_RUN,
+        format!(
+            "task {quoted} belonged to an earlier run of dsh: background tasks end when dsh exits, and its output is gone. Run the command again if you still need it."
+        ),
+    )
 }
 
 pub fn shutting_down() -> ToolError {

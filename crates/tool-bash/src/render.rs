@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn without_a_readable_head_the_notice_comes_first_and_offers_no_read() {
-        let id: TaskId = "sh-7".parse().unwrap();
+        let id: TaskId = "sh-k3f9-7".parse().unwrap();
         let spill = Spill::Partial {
             bytes: 0,
             stop: SpillStop::WriteFailed,
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn a_head_without_a_final_newline_gets_one_before_the_notice() {
-        let id: TaskId = "sh-8".parse().unwrap();
+        let id: TaskId = "sh-k3f9-8".parse().unwrap();
         let text = foreground_cut(
             id,
             b"head",
@@ -189,7 +189,7 @@ mod tests {
         );
         assert_eq!(
             text,
-            "head\n[output truncated: 93 bytes omitted between offsets 4 and 97 of 100. The full output is kept in a spill file (100 bytes). Read them with bash_output task_id=\"sh-8\" offset=4]\nend\n[exit code: 0]"
+            "head\n[output truncated: 93 bytes omitted between offsets 4 and 97 of 100. The full output is kept in a spill file (100 bytes). Read them with bash_output task_id=\"sh-k3f9-8\" offset=4]\nend\n[exit code: 0]"
         );
     }
 }

@@ -72,5 +72,5 @@ pub fn bash_kill() -> ToolSchema {
 }
 
 fn task_id() -> serde_json::Value {
-    json!({ "type": "string", "minLength": 1, "description": "The task id, such as sh-3." })
+    json!({ "type": "string", "minLength": 1, "description": "The task id, such as sh-k3f9-3." })
 }

@@ -44,6 +44,9 @@ pub fn reachable(
 ) -> Result<TaskId, ToolError> {
     crate::args::check_task_id(raw_id)?;
     let id: TaskId = raw_id.parse().map_err(|_| errors::not_found(raw_id))?;
+    if !id.is_of_this_run() {
+        return Err(errors::earlier_run(raw_id));
+    }
     match executor.owner_of(id) {
         None => Ok(id),
         Some(owner) if caller_token(cx).as_deref() == Some(owner.as_str()) => Ok(id),

@@ -20,9 +20,10 @@ const ONE_REPLY: &str = r#"{"version": 1, "name": "one", "entries": [
 
 #[tokio::test]
 async fn a_cancel_before_a_queued_prompt_starts_keeps_it_from_the_replay_model() {
-    let replay = Arc::new(ReplayModel::new(
-        ReplayScript::from_json_str(ONE_REPLY, "one.json").unwrap(),
-    ));
+    let replay = Arc::new(
+        ReplayModel::new(ReplayScript::from_json_str(ONE_REPLY, "one.json").unwrap())
+            .with_recorded_requests(),
+    );
     let runtime = Runtime::new();
     let store = SessionStore::new();
     runtime

@@ -190,7 +190,17 @@ async fn overrun_is_loud_and_bookkeeping_is_right() {
         [1],
         "entries remain, but none accepts the request"
     );
-    assert_eq!(m.requests().len(), 2);
+    assert!(
+        m.requests().is_empty(),
+        "requests are kept only when asked for"
+    );
+    let kept = model(r#"[ { "stream": [ { "text": "one" } ] } ]"#).with_recorded_requests();
+    collect(&kept, request("s", "first")).await;
+    let _ = kept
+        .stream(request("s", "second"), CancellationToken::new())
+        .await;
+    assert_eq!(kept.requests().len(), 2);
+    assert_eq!(kept.calls(), 2);
 }
 
 #[tokio::test]

@@ -40,6 +40,8 @@ async fn owners_are_stored_verbatim_and_read_only_through_owner_of() {
     assert_eq!(exec.owner_of(empty).as_deref(), Some(""));
     assert_eq!(exec.owner_of(none), None);
     assert_eq!(exec.owner_of("sh-999999999".parse().unwrap()), None);
+    let unissued = format!("{}-999999999", a.to_string().rsplit_once('-').unwrap().0);
+    assert_eq!(exec.owner_of(unissued.parse().unwrap()), None);
     exec.release(a).await.unwrap();
     assert_eq!(exec.owner_of(a), None, "a released id has no owner");
     exec.dispose().await;

@@ -38,7 +38,29 @@ fn task_ids_are_unique_canonical_and_parse_strictly() {
     ] {
         assert!(bad.parse::<TaskId>().is_err(), "{bad:?}");
     }
-    assert_eq!("sh-7".parse::<TaskId>().unwrap().get(), 7);
+    assert!(a.is_of_this_run());
+    let text = a.to_string();
+    let (tag, n) = text["sh-".len()..].split_once('-').unwrap();
+    assert_eq!(tag.len(), 4, "{text}");
+    assert_eq!(n.parse::<u64>().unwrap(), a.get());
+    for bad in [
+        "sh-abc-1",
+        "sh-abcde-1",
+        "sh-ABCD-1",
+        "sh-abci-1",
+        "sh-abcd-",
+        "sh-abcd-01",
+    ] {
+        assert!(bad.parse::<TaskId>().is_err(), "{bad:?}");
+    }
+    // An id of the first format, and one of another run: ids, but never this run's tasks.
+    let legacy: TaskId = "sh-7".parse().unwrap();
+    assert_eq!((legacy.get(), legacy.to_string().as_str()), (7, "sh-7"));
+    assert!(!legacy.is_of_this_run());
+    let other_tag = if tag == "zzzz" { "yyyy" } else { "zzzz" };
+    let earlier: TaskId = format!("sh-{other_tag}-{n}").parse().unwrap();
+    assert!(!earlier.is_of_this_run());
+    assert_ne!(earlier, a, "the same number in another run is another task");
 }
 
 #[test]

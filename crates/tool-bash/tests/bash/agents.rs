@@ -46,7 +46,7 @@ impl World {
             .scope()
             .provide::<SessionStore>(SessionStore::new())
             .unwrap();
-        let model = Arc::new(ReplayModel::new(script(entries)));
+        let model = Arc::new(ReplayModel::new(script(entries)).with_recorded_requests());
         runtime.scope().provide::<dyn Model>(model.clone()).unwrap();
         runtime.load(ToolRegistryPlugin).await.unwrap();
         runtime

@@ -14,10 +14,11 @@ async fn another_agent_gets_the_same_not_found_text_as_for_a_never_issued_id() {
     let m = marker();
     let id = rig.start(format!("sleep 1000.{m}"), a.cx()).await;
     eventually("up", || sleepers(&m) == 1).await;
-    let never = "sh-999999999";
+    // An id of this run that was never issued.
+    let never = format!("{}-999999999", id.rsplit_once('-').unwrap().0);
     for tool in ["bash_output", "bash_kill"] {
         let foreign = err(rig.call(tool, json!({"task_id": id}), b.cx()).await);
-        let unknown = err(rig.call(tool, json!({"task_id": never}), b.cx()).await);
+        let unknown = err(rig.call(tool, json!({"task_id": &never}), b.cx()).await);
         assert_eq!(foreign.code, "task_not_found");
         assert_eq!(foreign.message, format!("task \"{id}\" not found"));
         assert_eq!(unknown.message, format!("task \"{never}\" not found"));
@@ -353,15 +354,16 @@ async fn a_reload_of_tool_bash_never_makes_a_task_reachable_by_another_session()
     ok(rig
         .call("bash_output", json!({"task_id": id}), a.cx())
         .await);
+    let never = format!("{}-999999999", id.rsplit_once('-').unwrap().0);
     let unknown = err(rig
-        .call("bash_output", json!({"task_id": "sh-999999999"}), b.cx())
+        .call("bash_output", json!({"task_id": &never}), b.cx())
         .await)
     .message;
     let foreign = err(rig
         .call("bash_output", json!({"task_id": id}), b.cx())
         .await)
     .message;
-    assert_eq!(foreign, unknown.replace("sh-999999999", &id));
+    assert_eq!(foreign, unknown.replace(&never, &id));
     err(rig.call("bash_kill", json!({"task_id": id}), b.cx()).await);
     assert_eq!(sleepers(&m), 1, "B's kill did nothing");
     ok(rig.call("bash_kill", json!({"task_id": id}), a.cx()).await);
@@ -409,10 +411,8 @@ async fn a_provider_reload_ends_tasks_and_tools_find_the_new_executor() {
         .await);
     assert_eq!(text, "back\n[exit code: 0]");
     let next = rig.start("true", a.cx()).await;
-    assert!(
-        next.trim_start_matches("sh-").parse::<u64>().unwrap()
-            > id.trim_start_matches("sh-").parse::<u64>().unwrap()
-    );
+    let number = |id: &str| id.rsplit_once('-').unwrap().1.parse::<u64>().unwrap();
+    assert!(number(&next) > number(&id));
     rig.runtime.shutdown().await;
 }
 
