@@ -21,6 +21,17 @@ pub fn update_kinds(updates: &[Value]) -> Vec<&str> {
         .collect()
 }
 
+/// The id of the background task a bash card started (`started background task <id>`), read
+/// from an update.
+pub fn started_task(update: &Value) -> Option<String> {
+    update["content"][0]["content"]["text"]
+        .as_str()?
+        .strip_prefix("started background task ")?
+        .split_whitespace()
+        .next()
+        .map(str::to_owned)
+}
+
 /// How the driver answers `session/request_permission`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_e2e::Sandbox;
-use dsh_e2e::acp::{AcpDriver, update_kinds};
+use dsh_e2e::acp::{AcpDriver, started_task, update_kinds};
 use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 use serde_json::{Value, json};
 
@@ -413,28 +413,13 @@ async fn background_tasks_show_as_generic_cards_even_with_terminal_cards_on() {
     let session = acp.new_session(&sandbox.work());
     let id = acp.prompt(&session, "go");
     // The task's id is known once it started (its card says so): the next answers name it.
-    let card_text = |f: &Value| {
-        f["params"]["update"]["content"][0]["content"]["text"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned()
-    };
     let started = acp.until("the task's id", |f| {
-        card_text(f).starts_with("started background task ")
+        started_task(&f["params"]["update"]).is_some()
     });
-    let task = card_text(&started)["started background task ".len()..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
-    server.push(MockResponse::tool_call(
-        "bash_output",
-        &json!({"task_id": task}),
-    ));
-    server.push(MockResponse::tool_call(
-        "bash_kill",
-        &json!({"task_id": task}),
-    ));
+    let task = started_task(&started["params"]["update"]).unwrap();
+    for tool in ["bash_output", "bash_kill"] {
+        server.push(MockResponse::tool_call(tool, &json!({"task_id": task})));
+    }
     server.push(MockResponse::text("stopped"));
     let (response, _) = acp.response(&id);
     let updates: Vec<Value> = acp

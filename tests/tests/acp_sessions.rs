@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use dsh_e2e::Sandbox;
+use dsh_e2e::acp::started_task;
 use dsh_e2e::acp::{AcpDriver, Policy};
 use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
@@ -224,21 +225,10 @@ async fn a_session_cannot_read_or_kill_another_session_s_background_task() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     eventually("the background task runs", || sleepers(&m) == 1).await;
     // The other session's model names the owner's task by its real id.
-    let task = updates
-        .iter()
-        .filter_map(|u| u["content"][0]["content"]["text"].as_str())
-        .find_map(|t| t.strip_prefix("started background task "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap()
-        .to_owned();
-    server.push(MockResponse::tool_call(
-        "bash_output",
-        &json!({"task_id": task}),
-    ));
-    server.push(MockResponse::tool_call(
-        "bash_kill",
-        &json!({"task_id": task}),
-    ));
+    let task = updates.iter().find_map(started_task).unwrap();
+    for tool in ["bash_output", "bash_kill"] {
+        server.push(MockResponse::tool_call(tool, &json!({"task_id": task})));
+    }
     server.push(MockResponse::text("tried"));
     let (response, updates) = acp.prompt_to_end(&other, "steal");
     assert_eq!(response["result"]["stopReason"], "end_turn");
