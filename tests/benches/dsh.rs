@@ -161,8 +161,55 @@ fn overhead() {
     });
 }
 
+/// A long replay run: `steps` model calls that each run `seq 1 200`, then a final answer. Its
+/// wall time and peak RSS should grow linearly with the steps (the history is extended per
+/// step, the replay model keeps no requests). `DSH_SOAK_BIN` times another build of dsh (the
+/// one before a change, say) with the same scripts.
+fn soak() {
+    let sandbox = Sandbox::new();
+    let program =
+        std::env::var_os("DSH_SOAK_BIN").map_or_else(|| binary().to_path_buf(), Into::into);
+    for steps in [100usize, 400, 1600] {
+        let call = serde_json::json!({"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "seq 1 200"}}}]});
+        let mut entries = vec![call; steps];
+        entries.push(serde_json::json!({"stream": [{"text": "done"}], "finish": "stop"}));
+        let path = sandbox.root.path().join(format!("soak-{steps}.json"));
+        let script = serde_json::json!({"version": 1, "name": "soak", "entries": entries});
+        std::fs::write(&path, script.to_string()).unwrap();
+        let out = Command::new("/usr/bin/time")
+            .args(["-f", "%e %U %M"])
+            .arg(&program)
+            .args(["run", "--max-steps", &(steps + 1).to_string(), "--replay"])
+            .arg(&path)
+            .arg("go")
+            .current_dir(sandbox.work())
+            .env("DSH_DATA_DIR", sandbox.data())
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        let figures = text.lines().last().unwrap_or("? ? ?");
+        let mut parts = figures.split_whitespace();
+        let (wall, user, kib) = (
+            parts.next().unwrap_or("?"),
+            parts.next().unwrap_or("?"),
+            parts.next().unwrap_or("?"),
+        );
+        println!(
+            "soak, {steps} steps of `seq 1 200`: {wall} s wall, {user} s user, peak RSS {kib} KiB ({})",
+            if out.status.success() { "ok" } else { "FAILED" }
+        );
+    }
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; a filter argument is not supported.
+    // `cargo bench` passes `--bench`; a filter argument is not supported. `DSH_BENCH=soak`
+    // runs the soak alone.
+    if std::env::var("DSH_BENCH").is_ok_and(|b| b == "soak") {
+        soak();
+        return;
+    }
     binary_budgets();
     overhead();
+    soak();
 }

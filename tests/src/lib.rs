@@ -24,7 +24,16 @@ pub fn binary() -> &'static Path {
             .and_then(Path::parent)
             .is_some_and(|dir| dir.ends_with("release"));
         let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "dsh", "--bin", "dsh"]);
+        // The same selection as `cargo test --workspace` (bins and tests of every member), so
+        // the features unify the same way and, after that command, this build has nothing to
+        // do: `-p dsh` alone resolves other features and compiled every dependency a second
+        // time (about a minute, charged to whichever test came first). Benchmarks build the
+        // release binary alone.
+        if release {
+            build.args(["build", "--quiet", "-p", "dsh", "--bin", "dsh", "--release"]);
+        } else {
+            build.args(["build", "--quiet", "--workspace", "--bins", "--tests"]);
+        }
         // What cargo sets for a running test must not reach the nested build: some build
         // scripts (ring's) rerun when `CARGO_MANIFEST_DIR` changes, so a leaked one rebuilt the
         // TLS stack, and everything above it, on every test binary and again on the next
@@ -44,9 +53,6 @@ pub fn binary() -> &'static Path {
             if set_for_tests {
                 build.env_remove(key.as_ref());
             }
-        }
-        if release {
-            build.arg("--release");
         }
         let status = build.status();
         assert!(
