@@ -97,6 +97,7 @@ fn the_rfc_corpus_is_complete() {
         ("acp-bridge-transport", true),
         ("model-seam", true),
         ("composition-root", true),
+        ("typed-log-records", true),
     ] {
         let found: Vec<String> = ["implemented", "proposed"]
             .iter()

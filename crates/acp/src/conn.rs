@@ -182,8 +182,7 @@ impl Conn {
 /// Runs a handler so that its panic costs only its own request (answered by its dropped
 /// [`Reply`]) and never the connection.
 fn contained(method: &str, handler: impl FnOnce()) {
-    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(handler)) {
-        let panic = dsh_kernel::panic_message(payload.as_ref());
+    if let Err(panic) = dsh_kernel::contain::catch(handler) {
         tracing::error!(%method, %panic, "a request handler panicked");
     }
 }

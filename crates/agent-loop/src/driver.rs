@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dsh_agent::{AgentEvent, AgentStatus, TurnOutcome};
+use dsh_kernel::contain;
 use dsh_session::{Failure, failure_code};
-use futures::FutureExt;
 use tracing::Instrument;
 
 use crate::agent::LoopAgent;
@@ -40,15 +40,12 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
         let span = tracing::info_span!("turn", session = %agent.id, turn = number);
         span.in_scope(|| tracing::info!(messages = claim.len(), "turn started"));
         let started = Instant::now();
-        let ran =
-            std::panic::AssertUnwindSafe(run_turn(&agent, number, token, claim, &mut tickets))
-                .catch_unwind()
-                .instrument(span.clone())
-                .await;
+        let ran = contain::catch_future(run_turn(&agent, number, token, claim, &mut tickets))
+            .instrument(span.clone())
+            .await;
         let record = match ran {
             Ok(record) => record,
-            Err(payload) => {
-                let message = dsh_kernel::panic_message(payload.as_ref());
+            Err(message) => {
                 tracing::error!(agent = %agent.id, turn = number, "the agent loop panicked: {message}");
                 close_after_panic(&agent, number, &message)
             }

@@ -5,14 +5,14 @@ use std::time::Instant;
 
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{AssistantChunkRecord, AssistantMessageRecord, AssistantReply, Chunk};
-use dsh_kernel::CancellationToken;
+use dsh_kernel::{CancellationToken, contain};
 use dsh_llm::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelParams, ModelRequest, ModelStream,
     ToolCall, ToolSpec, Usage,
 };
 use dsh_session::{Failure, failure_code};
 use dsh_tools::{ToolRegistry, ToolSet};
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use tracing::Instrument;
 
 use crate::agent::LoopAgent;
@@ -229,7 +229,7 @@ async fn stream_answer(
     request: ModelRequest,
     answer: &mut Answer,
 ) -> Streamed {
-    let started = std::panic::AssertUnwindSafe(model.stream(request, token.clone())).catch_unwind();
+    let started = contain::catch_future(model.stream(request, token.clone()));
     let opened = tokio::select! {
         biased;
         _ = token.cancelled() => return Streamed::Cancelled,
@@ -238,7 +238,7 @@ async fn stream_answer(
     let mut stream: ModelStream = match opened {
         Ok(Ok(stream)) => stream,
         Ok(Err(err)) => return model_failure(writer, turn, &err),
-        Err(payload) => return panicked(&payload),
+        Err(panic) => return panicked(&panic),
     };
     #[cfg(debug_assertions)]
     let mut checker = dsh_llm::StreamChecker::new();
@@ -249,7 +249,7 @@ async fn stream_answer(
         let next = tokio::select! {
             biased;
             _ = token.cancelled() => return Streamed::Cancelled,
-            next = std::panic::AssertUnwindSafe(stream.next()).catch_unwind() => next,
+            next = contain::catch_future(stream.next()) => next,
         };
         let item = match next {
             Ok(Some(item)) => item,
@@ -259,7 +259,7 @@ async fn stream_answer(
                     "the model's stream ended without a finish",
                 ));
             }
-            Err(payload) => return panicked(&payload),
+            Err(panic) => return panicked(&panic),
         };
         #[cfg(debug_assertions)]
         if let Err(violation) = checker.observe(&item) {
@@ -311,8 +311,7 @@ fn model_failure(writer: &Writer<'_>, turn: u32, err: &ModelError) -> Streamed {
     })
 }
 
-fn panicked(payload: &Box<dyn std::any::Any + Send>) -> Streamed {
-    let message = dsh_kernel::panic_message(payload.as_ref());
+fn panicked(message: &str) -> Streamed {
     tracing::error!("the model provider panicked: {message}");
     Streamed::Failed(Failure::new(
         failure_code::INTERNAL,

@@ -11,9 +11,9 @@ use dsh_session::{Failure, MAX_EVENT_BYTES, ToolCallRecord, ToolResultRecord, fa
 use dsh_tools::{
     ApprovalDecision, ApprovalRequest, Tool, ToolContext, ToolError, ToolOutput, ToolSet, codes,
 };
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
-use futures::{FutureExt, StreamExt};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
@@ -275,10 +275,7 @@ impl Phase<'_, '_> {
         let spawned = agent.scope.spawn(
             async move {
                 let started = Instant::now();
-                let outcome = std::panic::AssertUnwindSafe(body)
-                    .catch_unwind()
-                    .await
-                    .map_err(|payload| dsh_kernel::panic_message(payload.as_ref()));
+                let outcome = dsh_kernel::contain::catch_future(body).await;
                 let failed = !matches!(outcome, Ok(Ok(ref output)) if !output.is_error);
                 tracing::debug!(failed, elapsed_ms = elapsed_ms(started), "tool call ended");
                 let _ = tx.send(outcome);

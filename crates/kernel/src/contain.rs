@@ -56,3 +56,37 @@ where
         Err(payload) => Err(Failure::Panic(panic_message(payload.as_ref()))),
     }
 }
+
+/// Calls `f` and returns its value, or the text of its panic: for foreign code whose result
+/// the caller needs (an agent's `send`, a tool's presenter, a listener).
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(payload.as_ref()))
+}
+
+/// Awaits `fut` and returns its output, or the text of a panic during any poll: for foreign
+/// futures whose output the caller needs (a model's stream, a tool's body).
+pub async fn catch_future<T>(fut: impl Future<Output = T>) -> Result<T, String> {
+    AssertUnwindSafe(fut)
+        .catch_unwind()
+        .await
+        .map_err(|payload| panic_message(payload.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_passes_and_a_panic_becomes_its_text() {
+        assert_eq!(catch(|| 7), Ok(7));
+        assert_eq!(catch(|| -> u8 { panic!("boom") }), Err("boom".to_owned()));
+        let polled = futures::executor::block_on(catch_future(async { "fine" }));
+        assert_eq!(polled, Ok("fine"));
+        let panicked = futures::executor::block_on(catch_future(async {
+            if true {
+                panic!("in a poll");
+            }
+        }));
+        assert_eq!(panicked, Err("in a poll".to_owned()));
+    }
+}

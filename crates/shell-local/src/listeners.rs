@@ -1,7 +1,6 @@
 //! Completion listeners: called in subscription order, outside every executor lock, each
 //! contained so a panic touches nothing else; closed for good when disposal begins.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use dsh_shell::{ShellExecutor, TaskDone, TaskDoneListener, TaskDoneSubscription};
@@ -71,7 +70,7 @@ impl Listeners {
             if !live {
                 continue;
             }
-            if catch_unwind(AssertUnwindSafe(|| listener(executor, done))).is_err() {
+            if dsh_kernel::contain::catch(|| listener(executor, done)).is_err() {
                 tracing::error!(task = %done.id, "a task-done listener panicked; the task is unaffected");
             }
         }

@@ -101,19 +101,17 @@ pub(crate) fn prompt(
         });
     }
     let _ = record.idle.send_replace(false);
-    // No lock is held here: sending appends to the session, whose observers take locks.
-    // The agent is foreign code: its panic is this prompt's failure, not a session left
-    // busy forever.
-    let taken =
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.agent.send(message)))
-        {
-            Ok(sent) => sent.map_err(|e| RpcError::new(send_error_code(&e), e.to_string())),
-            Err(payload) => {
-                let panic = dsh_kernel::panic_message(payload.as_ref());
-                tracing::error!(session = %sent, %panic, "the agent panicked taking a prompt");
-                Err(RpcError::internal_failure())
-            }
-        };
+    // No lock is held here: `send` only enqueues, but it is foreign code that emits agent
+    // events to listeners synchronously and may wake a driver whose events this record's
+    // ordered path renders under the in-flight lock. Its panic is this prompt's failure, not
+    // a session left busy forever.
+    let taken = match dsh_kernel::contain::catch(|| record.agent.send(message)) {
+        Ok(sent) => sent.map_err(|e| RpcError::new(send_error_code(&e), e.to_string())),
+        Err(panic) => {
+            tracing::error!(session = %sent, %panic, "the agent panicked taking a prompt");
+            Err(RpcError::internal_failure())
+        }
+    };
     let ticket = match taken {
         Ok(ticket) => ticket,
         Err(error) => {

@@ -1,14 +1,12 @@
 //! `session/new` and `session/load`: validated, then created or resumed on a task of the
 //! bridge's scope, and installed only if teardown has not begun.
 
-use std::panic::AssertUnwindSafe;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{LoadSessionRequest, NewSessionRequest};
 use dsh_agent::{AgentError, CreateAgent, ResumeAgent};
 use dsh_session::SessionId;
-use futures::FutureExt;
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -50,11 +48,9 @@ async fn setup_contained<T>(
     method: &str,
     setup: impl Future<Output = Result<T, RpcError>>,
 ) -> Result<T, RpcError> {
-    AssertUnwindSafe(setup)
-        .catch_unwind()
+    dsh_kernel::contain::catch_future(setup)
         .await
-        .unwrap_or_else(|payload| {
-            let panic = dsh_kernel::panic_message(payload.as_ref());
+        .unwrap_or_else(|panic| {
             tracing::error!(%method, %panic, "a session setup panicked");
             Err(RpcError::internal_failure())
         })

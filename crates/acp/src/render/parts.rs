@@ -1,10 +1,10 @@
 //! Building blocks of updates: chunks, tool kinds, terminal metadata, fenced output, and
 //! the tools' presenters called so that a panic costs a card, not the prompt.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{ContentBlock, ContentChunk, Meta, SessionUpdate, ToolKind};
+use dsh_kernel::contain::catch;
 use dsh_session::{ToolCallRecord, ToolResultRecord};
 use dsh_tools::{ToolCallView, ToolKindHint, ToolRegistry, ToolResultView};
 use serde_json::{Value, json};
@@ -30,7 +30,7 @@ pub(super) fn present_call(
     call: &ToolCallRecord,
 ) -> Option<ToolCallView> {
     let tool = tools.get(&call.name)?;
-    catch_unwind(AssertUnwindSafe(|| tool.present_call(call))).unwrap_or_else(|_| {
+    catch(|| tool.present_call(call)).unwrap_or_else(|_| {
         tracing::warn!(tool = %call.name, "a tool's call presenter panicked; shown generically");
         None
     })
@@ -42,7 +42,7 @@ pub(super) fn present_result(
     result: &ToolResultRecord,
 ) -> Option<ToolResultView> {
     let tool = tools.get(&call.name)?;
-    catch_unwind(AssertUnwindSafe(|| tool.present_result(call, result))).unwrap_or_else(|_| {
+    catch(|| tool.present_result(call, result)).unwrap_or_else(|_| {
         tracing::warn!(tool = %call.name, "a tool's result presenter panicked; shown generically");
         None
     })
