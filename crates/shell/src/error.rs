@@ -8,7 +8,6 @@ use crate::outcome::ExitInfo;
 /// Why an executor call failed. On `Err` from `run` or `start` no process exists, no task is
 /// recorded and no id is consumed.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ShellError {
     /// A request or spec field is not acceptable.
     #[error("invalid {field}: {reason}")]

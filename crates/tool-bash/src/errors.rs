@@ -60,7 +60,16 @@ pub fn cancelled() -> ToolError {
 pub fn task_error(raw_id: &str, error: ShellError) -> ToolError {
     match error {
         ShellError::Disposed => shutting_down(),
-        _ => not_found(raw_id),
+        // Whatever else went wrong with it, the caller learns only that the task is not
+        // theirs to reach: the same text as for an id that never existed.
+        ShellError::UnknownTask(_)
+        | ShellError::InvalidRequest { .. }
+        | ShellError::ModeMismatch { .. }
+        | ShellError::AlreadyFinished { .. }
+        | ShellError::BadCwd { .. }
+        | ShellError::Spawn { .. }
+        | ShellError::TooManyTasks { .. }
+        | ShellError::OutputBudget { .. } => not_found(raw_id),
     }
 }
 
@@ -89,7 +98,10 @@ pub fn start_error(error: ShellError) -> ToolError {
         ShellError::InvalidRequest { field, reason } => {
             invalid(format!("invalid {field}: {reason}"))
         }
-        other => invalid(other.to_string()),
+        // Not what starting a command meets; said as it is if it ever is.
+        other @ (ShellError::ModeMismatch { .. }
+        | ShellError::UnknownTask(_)
+        | ShellError::AlreadyFinished { .. }) => invalid(other.to_string()),
     }
 }
 
