@@ -140,12 +140,35 @@ fn gate_step(printer: &mut Printer, result: Result<crate::Report, XtaskError>) -
     }
 }
 
+/// Variables `cargo run` sets for the program it runs (`cargo xtask` is `cargo run -p xtask`),
+/// which must not reach the builds xtask starts: build scripts that watch them (ring's watches
+/// `CARGO_MANIFEST_DIR`) would see another value than in any other build — the end-to-end
+/// suites' own build of the binary, say — and make cargo compile their crates, and everything
+/// above them, over again.
+fn leaked_by_cargo_run(name: &str) -> bool {
+    [
+        "CARGO_MANIFEST_",
+        "CARGO_PKG_",
+        "CARGO_BIN_",
+        "CARGO_CRATE_",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
+        || name == "CARGO_PRIMARY_PACKAGE"
+        || name == "CARGO_TARGET_TMPDIR"
+}
+
 fn run_cargo(repo: &Repo, cargo: &OsStr, args: &[&str], printer: &mut Printer) -> Status {
     let mut command = Command::new(cargo);
     command
         .args(args)
         .current_dir(repo.root())
         .stdin(Stdio::null());
+    for (name, _) in std::env::vars_os() {
+        if leaked_by_cargo_run(&name.to_string_lossy()) {
+            command.env_remove(name);
+        }
+    }
     if printer.format == Format::Json {
         // stdout carries only JSON objects; the child's stdout goes to our stderr.
         command.stdout(Stdio::from(std::io::stderr()));

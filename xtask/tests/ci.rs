@@ -24,6 +24,7 @@ impl Stub {
             r#"#!/bin/sh
 echo "$(pwd -P)|$*" >> "$STUB_LOG"
 if [ "$1" = metadata ]; then exec "$REAL_CARGO" "$@"; fi
+env | grep -E '^CARGO_(MANIFEST|PKG|CRATE)_' >> "$STUB_LOG.env"
 echo "stub stdout for $1"
 if [ "$1" = "$STUB_FAIL" ]; then exit 3; fi
 exit 0
@@ -51,6 +52,9 @@ exit 0
             .env("REAL_CARGO", support::cargo())
             .env("STUB_LOG", self.log_path())
             .env("STUB_FAIL", fail)
+            // As `cargo xtask` (`cargo run -p xtask`) sets them for xtask.
+            .env("CARGO_MANIFEST_DIR", "/somewhere/xtask")
+            .env("CARGO_PKG_NAME", "xtask")
             .output()
             .unwrap()
     }
@@ -98,6 +102,11 @@ fn all_steps_pass() {
         assert!(stderr.contains(&format!("ci: {step} ok (")), "{stderr}");
     }
     assert!(stderr.contains("ci: 0 of 5 steps failed"), "{stderr}");
+    let leaked = std::fs::read_to_string(stub.log_path().with_extension("env")).unwrap_or_default();
+    assert!(
+        leaked.is_empty(),
+        "what `cargo run` set for xtask reaches no build: {leaked}"
+    );
 }
 
 /// A failed step does not stop the others.
