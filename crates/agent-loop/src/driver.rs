@@ -68,9 +68,10 @@ pub(crate) async fn drive(agent: Arc<LoopAgent>) {
                 reason: record.reason.clone(),
             }
         } else {
-            let failure = match &record.reason {
-                dsh_agent::TurnEndReason::Error { failure } => failure.clone(),
-                _ => Failure::new(failure_code::SESSION, "the turn could not be recorded"),
+            let failure = if let dsh_agent::TurnEndReason::Error { failure } = &record.reason {
+                failure.clone()
+            } else {
+                Failure::new(failure_code::SESSION, "the turn could not be recorded")
             };
             TurnOutcome::Failed { failure }
         };

@@ -32,12 +32,6 @@ pub(crate) struct IdClaim {
     published: bool,
 }
 
-impl std::fmt::Debug for IdClaim {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdClaim").field("id", &self.id).finish()
-    }
-}
-
 impl IdClaim {
     /// Claims `id` for one creation: waits while it is retiring or another creation of it is
     /// under way; refuses it at once while it is live.
@@ -98,29 +92,28 @@ impl IdClaim {
         &self.id
     }
 
-    /// Publishes `agent` in place of this claim; returns the entry's settled flag. `Err`
-    /// gives the claim back to the caller when the entry is no longer this claim's (which a
-    /// correct loop never sees): dropping it then changes nothing of the other entry.
+    /// Publishes `agent` in place of this claim; returns the entry's settled flag. `None`
+    /// when the entry is no longer this claim's (which a correct loop never sees): the claim
+    /// is dropped then, which changes nothing of the other entry.
     fn publish(
         mut self,
         agent: &Arc<LoopAgent>,
         teardown: &Teardown,
-    ) -> Result<Arc<watch::Sender<bool>>, IdClaim> {
+    ) -> Option<Arc<watch::Sender<bool>>> {
         let mut table = self.shared.table.lock();
         let ours = matches!(
             table.entries.get(&self.id),
             Some(Entry::Creating(held)) if Arc::ptr_eq(held, &self.settled)
         );
         if !ours || agent.id != self.id {
-            drop(table);
-            return Err(self);
+            return None;
         }
         insert_live(&mut table, agent, teardown, self.settled.clone());
         drop(table);
         // The entry is the agent's now: the claim must not remove it, and its settled flag
         // is the caller's to set once the handle is delivered.
         self.published = true;
-        Ok(self.settled.clone())
+        Some(self.settled.clone())
     }
 }
 
@@ -149,7 +142,7 @@ pub(crate) fn publish(
     claim: Option<IdClaim>,
 ) -> Option<Arc<watch::Sender<bool>>> {
     match claim {
-        Some(claim) => claim.publish(agent, teardown).ok(),
+        Some(claim) => claim.publish(agent, teardown),
         None => {
             let mut table = shared.table.lock();
             if table.entries.contains_key(&agent.id) {

@@ -145,12 +145,7 @@ pub(crate) async fn run_step(
             let record = AssistantMessageRecord {
                 turn,
                 step,
-                message: AssistantReply {
-                    content: answer.text.clone(),
-                    reasoning: non_empty(&answer.reasoning),
-                    tool_calls: calls.clone(),
-                    ..AssistantReply::default()
-                },
+                message: answer.reply(calls.clone()),
                 model: model_name,
                 finish: Some(finish),
                 usage: answer.usage.take(),
@@ -181,8 +176,16 @@ fn unavailable(what: &str, err: &dsh_kernel::KernelError) -> TurnEndReason {
     }
 }
 
-fn non_empty(text: &str) -> Option<String> {
-    (!text.is_empty()).then(|| text.to_owned())
+impl Answer {
+    /// What was streamed, as the step's reply with `tool_calls`.
+    fn reply(&self, tool_calls: Vec<ToolCall>) -> AssistantReply {
+        AssistantReply {
+            content: self.text.clone(),
+            reasoning: (!self.reasoning.is_empty()).then(|| self.reasoning.clone()),
+            tool_calls,
+            ..AssistantReply::default()
+        }
+    }
 }
 
 fn build_request(agent: &LoopAgent, tools: &ToolSet) -> ModelRequest {
@@ -328,11 +331,7 @@ fn write_interrupted(writer: &mut Writer<'_>, turn: u32, step: u32, answer: &Ans
     let record = AssistantMessageRecord {
         turn,
         step,
-        message: AssistantReply {
-            content: answer.text.clone(),
-            reasoning: non_empty(&answer.reasoning),
-            ..AssistantReply::default()
-        },
+        message: answer.reply(Vec::new()),
         model: model.to_owned(),
         finish: None,
         usage: None,

@@ -40,24 +40,9 @@ pub(crate) fn last_turn(events: &[Arc<SessionEvent>]) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use serde_json::value::RawValue;
+    use dsh_test_support::stored::log;
 
-    fn log(kinds: &[(&str, &str)]) -> Vec<Arc<SessionEvent>> {
-        kinds
-            .iter()
-            .enumerate()
-            .map(|(seq, (kind, data))| {
-                Arc::new(SessionEvent {
-                    seq: seq as u64,
-                    kind: EventType::new(kind).unwrap(),
-                    time: 0,
-                    ignorable: false,
-                    data: RawValue::from_string((*data).to_owned()).unwrap(),
-                })
-            })
-            .collect()
-    }
+    use super::*;
 
     const START: (&str, &str) = ("turn/start", r#"{"turn":4}"#);
     const STEP: (&str, &str) = ("step/start", r#"{"turn":4,"step":1}"#);

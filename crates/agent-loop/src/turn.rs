@@ -2,10 +2,10 @@
 //! `turn/end` and every `step/start` one `step/end`, on every path; the only exception is a
 //! session that refuses appends because it was detached, which gets nothing more.
 
-use dsh_agent::record::UserMessageRecord;
-use dsh_agent::{TicketSender, TurnEndReason};
 use std::time::Instant;
 
+use dsh_agent::record::UserMessageRecord;
+use dsh_agent::{TicketSender, TurnEndReason};
 use dsh_kernel::CancellationToken;
 use dsh_session::{StepMark, TurnEnd, TurnStart};
 use tracing::Instrument;
@@ -40,11 +40,8 @@ pub(crate) async fn run_turn(
         .is_none()
     {
         tickets.extend(claim.into_iter().map(|p| p.ticket));
-        let reason = TurnEndReason::Error {
-            failure: writer.session_failure(),
-        };
         return TurnRecord {
-            reason,
+            reason: writer.session_end(),
             recorded: false,
         };
     }
@@ -65,9 +62,7 @@ pub(crate) async fn run_turn(
             tickets.push(pending.ticket);
         }
         let end = if writer.dead || writer.refused.is_some() {
-            StepEnd::End(TurnEndReason::Error {
-                failure: writer.session_failure(),
-            })
+            StepEnd::End(writer.session_end())
         } else {
             let span = tracing::debug_span!("step", step);
             let started = Instant::now();
@@ -89,9 +84,7 @@ pub(crate) async fn run_turn(
         writer.append(&kinds.step_end, &mark);
         let end = match (end, &writer.refused) {
             (StepEnd::End(reason), _) => Some(reason),
-            (StepEnd::Continue { .. }, Some(_)) => Some(TurnEndReason::Error {
-                failure: writer.session_failure(),
-            }),
+            (StepEnd::Continue { .. }, Some(_)) => Some(writer.session_end()),
             (StepEnd::Continue { tools_ran }, None) => {
                 next_step(agent, number, step, tools_ran, &mut claim)
             }

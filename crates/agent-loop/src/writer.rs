@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use dsh_agent::TurnEndReason;
 use dsh_session::{EventType, Failure, SessionError, SessionEvent, failure_code};
 use serde::Serialize;
 
@@ -48,10 +49,13 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Why the turn must end because of the session: its first refusal, or the detach.
-    pub(crate) fn session_failure(&self) -> Failure {
-        self.refused
-            .clone()
-            .unwrap_or_else(|| Failure::new(failure_code::SESSION, "the session was detached"))
+    /// How the turn ends because of the session: with its first refusal, or the detach.
+    pub(crate) fn session_end(&self) -> TurnEndReason {
+        TurnEndReason::Error {
+            failure: self
+                .refused
+                .clone()
+                .unwrap_or_else(|| Failure::new(failure_code::SESSION, "the session was detached")),
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! Session logs stored by earlier versions of dsh, under `fixtures/logs/`: every reader of
-//! the log must keep loading them.
+//! Session logs for tests: ones stored by earlier versions of dsh, under `fixtures/logs/`
+//! (every reader of the log must keep loading them), and small ones built in place.
 
 use std::sync::Arc;
 
@@ -15,5 +15,23 @@ pub fn events(log: &str) -> Vec<Arc<SessionEvent>> {
     log.lines()
         .skip(1)
         .map(|line| Arc::new(SessionEvent::decode(line.as_bytes()).unwrap()))
+        .collect()
+}
+
+/// A log of `(type, payload)` pairs, the payload JSON text (`&str`) or a `serde_json::Value`:
+/// seqs from 0, times rising from 1000.
+pub fn log<D: std::fmt::Display>(entries: &[(&str, D)]) -> Vec<Arc<SessionEvent>> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(seq, (kind, data))| {
+            Arc::new(SessionEvent {
+                seq: seq as u64,
+                kind: dsh_session::EventType::new(kind).unwrap(),
+                time: 1000 + seq as i64,
+                ignorable: false,
+                data: serde_json::value::RawValue::from_string(data.to_string()).unwrap(),
+            })
+        })
         .collect()
 }

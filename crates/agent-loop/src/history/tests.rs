@@ -1,30 +1,11 @@
 //! The projection: what the model is shown of a log, whole or read in pieces.
 
-use std::sync::Arc;
-
 use dsh_llm::Message;
-use dsh_session::{EventType, SessionEvent};
 use serde_json::{Value, json};
 
-use dsh_test_support::stored;
+use dsh_test_support::stored::{self, log};
 
 use super::{Projection, project};
-
-fn log(entries: &[(&str, Value)]) -> Vec<Arc<SessionEvent>> {
-    entries
-        .iter()
-        .enumerate()
-        .map(|(seq, (kind, data))| {
-            Arc::new(SessionEvent {
-                seq: seq as u64,
-                kind: EventType::new(kind).unwrap(),
-                time: 0,
-                ignorable: false,
-                data: serde_json::value::RawValue::from_string(data.to_string()).unwrap(),
-            })
-        })
-        .collect()
-}
 
 fn user(turn: u32, step: u32, text: &str) -> (&'static str, Value) {
     (

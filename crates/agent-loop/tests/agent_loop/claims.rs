@@ -41,19 +41,7 @@ async fn at_max_steps_pending_steering_and_follow_ups_open_the_next_turn_in_orde
     ]);
     let h = Harness::new(model.clone()).await;
     h.add_tool(Probe::new("echo"));
-    let options = dsh_agent::AgentOverrides {
-        max_steps: std::num::NonZeroU32::new(1),
-        ..dsh_agent::AgentOverrides::default()
-    };
-    let handle = h
-        .registry()
-        .create(
-            CreateAgent::new(h.owner())
-                .with_cwd("/w")
-                .with_options(options),
-        )
-        .await
-        .unwrap();
+    let handle = h.agent_with(max_steps(1)).await;
     let agent = handle.agent().clone();
     let a = agent.send(user("A")).unwrap();
     gate.entered().await;

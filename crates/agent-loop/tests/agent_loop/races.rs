@@ -378,19 +378,7 @@ async fn max_steps_ends_a_turn_that_keeps_calling_tools() {
     ]);
     let h = Harness::new(model.clone()).await;
     h.add_tool(Probe::new("echo"));
-    let options = dsh_agent::AgentOverrides {
-        max_steps: std::num::NonZeroU32::new(3),
-        ..dsh_agent::AgentOverrides::default()
-    };
-    let handle = h
-        .registry()
-        .create(
-            CreateAgent::new(h.owner())
-                .with_cwd("/w")
-                .with_options(options),
-        )
-        .await
-        .unwrap();
+    let handle = h.agent_with(max_steps(3)).await;
     let agent = handle.agent().clone();
     assert!(matches!(
         agent.send(user("loop")).unwrap().await,

@@ -390,8 +390,17 @@ impl Harness {
     }
 
     pub async fn agent(&self) -> AgentHandle {
+        self.agent_with(dsh_agent::AgentOverrides::default()).await
+    }
+
+    /// An agent in `/work` whose options override the loop's defaults with `overrides`.
+    pub async fn agent_with(&self, overrides: dsh_agent::AgentOverrides) -> AgentHandle {
         self.registry()
-            .create(CreateAgent::new(self.owner()).with_cwd("/work"))
+            .create(
+                CreateAgent::new(self.owner())
+                    .with_cwd("/work")
+                    .with_options(overrides),
+            )
             .await
             .unwrap()
     }
@@ -411,6 +420,14 @@ impl Harness {
                 other => other.name().to_owned(),
             })
             .collect()
+    }
+}
+
+/// Overrides that set the step limit alone.
+pub fn max_steps(n: u32) -> dsh_agent::AgentOverrides {
+    dsh_agent::AgentOverrides {
+        max_steps: std::num::NonZeroU32::new(n),
+        ..dsh_agent::AgentOverrides::default()
     }
 }
 

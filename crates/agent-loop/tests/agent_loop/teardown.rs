@@ -46,15 +46,11 @@ async fn invalid_requests_are_refused_before_anything_is_prepared() {
         matches!(&relative, Err(AgentError::InvalidRequest { field, .. }) if field == "cwd"),
         "{relative:?}"
     );
-    let options = dsh_agent::AgentOverrides {
-        max_steps: std::num::NonZeroU32::new(10_001),
-        ..dsh_agent::AgentOverrides::default()
-    };
     let too_many = registry
         .create(
             CreateAgent::new(h.owner())
                 .with_cwd("/w")
-                .with_options(options),
+                .with_options(max_steps(10_001)),
         )
         .await;
     assert!(matches!(too_many, Err(AgentError::InvalidRequest { .. })));
@@ -69,19 +65,12 @@ async fn a_request_overriding_one_option_keeps_the_loop_s_other_defaults() {
     config.defaults.max_steps = std::num::NonZeroU32::new(3).unwrap();
     config.defaults.system_prompt = Some("loop default".into());
     let h = Harness::build(ScriptedModel::new(vec![]), config, false).await;
-    let warmer = dsh_agent::AgentOverrides {
-        temperature: Some(1.5),
-        ..dsh_agent::AgentOverrides::default()
-    };
     let handle = h
-        .registry()
-        .create(
-            CreateAgent::new(h.owner())
-                .with_cwd("/w")
-                .with_options(warmer),
-        )
-        .await
-        .unwrap();
+        .agent_with(dsh_agent::AgentOverrides {
+            temperature: Some(1.5),
+            ..dsh_agent::AgentOverrides::default()
+        })
+        .await;
     let options = handle.agent().options().clone();
     assert_eq!(options.temperature, Some(1.5));
     assert_eq!(options.max_steps.get(), 3, "the step limit is not reset");

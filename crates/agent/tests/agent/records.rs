@@ -166,34 +166,20 @@ fn crash_repair_reads_the_calls_of_a_typed_reply() {
         usage: Some(Usage::default()),
         interrupted: false,
     };
-    let event = |seq: u64, kind: &str, data: String| {
-        Arc::new(SessionEvent {
-            seq,
-            kind: EventType::new(kind).unwrap(),
-            time: 5,
-            ignorable: false,
-            data: RawValue::from_string(data).unwrap(),
-        })
-    };
     let user = UserMessageRecord {
         turn: 2,
         step: 1,
         message: dsh_agent::UserMessage::user("go"),
     };
-    let log = vec![
-        event(0, "turn/start", r#"{"turn":2}"#.into()),
-        event(
-            1,
+    let log = stored::log(&[
+        ("turn/start", r#"{"turn":2}"#.to_owned()),
+        (
             "step/start",
             serde_json::to_string(&StepMark { turn: 2, step: 1 }).unwrap(),
         ),
-        event(2, "user/message", serde_json::to_string(&user).unwrap()),
-        event(
-            3,
-            "assistant/message",
-            serde_json::to_string(&reply).unwrap(),
-        ),
-    ];
+        ("user/message", serde_json::to_string(&user).unwrap()),
+        ("assistant/message", serde_json::to_string(&reply).unwrap()),
+    ]);
     let closers = interrupted_turn_closers(&log);
     let closed: Vec<(String, String)> = closers
         .iter()

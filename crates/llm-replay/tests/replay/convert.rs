@@ -2,34 +2,14 @@
 //! whose entries reproduce the recorded assistant messages; interrupted prefixes are skipped;
 //! an error turn becomes an error entry.
 
-use std::sync::Arc;
-
 use dsh_llm::{FinishReason, ModelErrorKind};
 use dsh_llm_replay::{Ending, ItemKind, ReplayScript};
-use dsh_session::{EventType, SessionEvent};
-use dsh_test_support::stored;
+use dsh_test_support::stored::{self, log};
 use serde_json::json;
-use serde_json::value::RawValue;
-
-fn log(entries: Vec<(&str, serde_json::Value)>) -> Vec<Arc<SessionEvent>> {
-    entries
-        .into_iter()
-        .enumerate()
-        .map(|(i, (kind, data))| {
-            Arc::new(SessionEvent {
-                seq: i as u64,
-                kind: EventType::new(kind).unwrap(),
-                time: 1,
-                ignorable: false,
-                data: RawValue::from_string(data.to_string()).unwrap(),
-            })
-        })
-        .collect()
-}
 
 #[test]
 fn a_session_log_becomes_a_script() {
-    let events = log(vec![
+    let events = log(&[
         ("turn/start", json!({"turn": 1})),
         ("step/start", json!({"turn": 1, "step": 1})),
         (

@@ -1,30 +1,11 @@
 //! Crash repair's closers.
 
-use std::sync::Arc;
-
 use dsh_session::repair::{
     NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN,
     interrupted_turn_closers,
 };
-use dsh_session::{EventType, SessionEvent, ToolResultRecord};
-use serde_json::value::RawValue;
-
-/// Builds a log from `(type, data)` pairs with seqs from 0 and rising times.
-fn log(entries: &[(&str, &str)]) -> Vec<Arc<SessionEvent>> {
-    entries
-        .iter()
-        .enumerate()
-        .map(|(i, (kind, data))| {
-            Arc::new(SessionEvent {
-                seq: i as u64,
-                kind: EventType::new(kind).unwrap(),
-                time: 1000 + i as i64,
-                ignorable: false,
-                data: RawValue::from_string((*data).to_owned()).unwrap(),
-            })
-        })
-        .collect()
-}
+use dsh_session::{SessionEvent, ToolResultRecord};
+use dsh_test_support::stored::log;
 
 fn shape(closers: &[SessionEvent]) -> Vec<(u64, String, String)> {
     closers
