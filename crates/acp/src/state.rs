@@ -29,13 +29,6 @@ pub(crate) struct Deferred {
     pub doomed: bool,
 }
 
-/// Why a load was refused.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum LoadRefused {
-    /// The session is live on this connection, or its load is running.
-    AlreadyLoaded,
-}
-
 #[derive(Default)]
 struct Inner {
     /// A successful `initialize` was answered.
@@ -86,13 +79,14 @@ impl ConnState {
     }
 
     /// Reserves `id` for one load: prompts for it are held until the reservation is lifted.
-    pub(crate) fn reserve_load(&self, id: &str) -> Result<(), LoadRefused> {
+    /// False when the session is live on this connection or its load is already running.
+    pub(crate) fn reserve_load(&self, id: &str) -> bool {
         let mut inner = self.0.lock();
         if inner.sessions.contains_key(id) || inner.loading.contains_key(id) {
-            return Err(LoadRefused::AlreadyLoaded);
+            return false;
         }
         inner.loading.insert(id.to_owned(), Vec::new());
-        Ok(())
+        true
     }
 
     /// Holds a prompt for `id` while its load runs; gives it back when no load is running.
@@ -144,14 +138,14 @@ impl ConnState {
         }
     }
 
-    /// Installs a live session unless teardown began; `Err` gives the record back.
-    pub(crate) fn install(&self, record: Arc<Record>) -> Result<(), Arc<Record>> {
+    /// Installs a live session unless teardown began; false when it did.
+    pub(crate) fn install(&self, record: Arc<Record>) -> bool {
         let mut inner = self.0.lock();
         if inner.closed {
-            return Err(record);
+            return false;
         }
         inner.sessions.insert(record.id.as_str().to_owned(), record);
-        Ok(())
+        true
     }
 
     /// Teardown begins: nothing more is installed. Returns the live records.
@@ -204,8 +198,8 @@ mod tests {
             state.defer("s", held(&out, "early")).is_err(),
             "no load: served now"
         );
-        assert_eq!(state.reserve_load("s"), Ok(()));
-        assert_eq!(state.reserve_load("s"), Err(LoadRefused::AlreadyLoaded));
+        assert!(state.reserve_load("s"));
+        assert!(!state.reserve_load("s"), "one load per id");
         assert!(state.defer("s", held(&out, "a")).is_ok());
         assert!(state.cancel_deferred("s"), "a cancel while the load runs");
         assert!(state.defer("s", held(&out, "b")).is_ok());
@@ -225,11 +219,7 @@ mod tests {
             [("d".into(), false)]
         );
         assert!(state.next_deferred("s").is_none());
-        assert_eq!(
-            state.reserve_load("s"),
-            Ok(()),
-            "the reservation was lifted"
-        );
+        assert!(state.reserve_load("s"), "the reservation was lifted");
         // A held prompt nobody serves still answers.
         assert!(state.defer("s", held(&out, "orphan")).is_ok());
         for h in first {

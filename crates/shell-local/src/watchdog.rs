@@ -52,15 +52,13 @@ pub fn serve(input: impl BufRead, nonce: &str) -> usize {
     let mut leaders = BTreeSet::new();
     for line in input.lines() {
         let Ok(line) = line else { break };
-        let (sign, pid) = line.split_at(line.len().min(1));
-        match (sign, pid.parse::<i32>()) {
-            ("+", Ok(pid)) if pid > 0 => {
-                leaders.insert(pid);
-            }
-            ("-", Ok(pid)) => {
-                leaders.remove(&pid);
-            }
-            _ => {}
+        // Anything but a well-formed report is ignored: the pipe is dsh's alone.
+        if let Some(pid) = line.strip_prefix('+').and_then(|p| p.parse::<i32>().ok())
+            && pid > 0
+        {
+            leaders.insert(pid);
+        } else if let Some(pid) = line.strip_prefix('-').and_then(|p| p.parse::<i32>().ok()) {
+            leaders.remove(&pid);
         }
     }
     end_everything(nonce, &leaders, SWEEP_BOUND)

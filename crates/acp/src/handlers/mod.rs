@@ -141,7 +141,7 @@ pub(super) fn install(
         idle: watch::channel(true).0,
         queue: parts.queue,
     });
-    if conn.state.install(record.clone()).is_err() {
+    if !conn.state.install(record.clone()) {
         return Err(handle);
     }
     let path = ordered_path(

@@ -16,7 +16,6 @@ use crate::record::Item;
 use crate::render::RenderCaps;
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
-use crate::state::LoadRefused;
 
 /// `session/new`.
 pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionRequest) {
@@ -125,15 +124,12 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionR
     let Ok(parsed) = SessionId::parse(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
     };
-    match conn.state.reserve_load(&sent) {
-        Ok(()) => {}
-        Err(LoadRefused::AlreadyLoaded) => {
-            return reply.send(Err(RpcError::new(
-                code::INVALID_PARAMS,
-                "session is already loaded",
-            )
-            .with_data(json!({ "sessionId": sent }))));
-        }
+    if !conn.state.reserve_load(&sent) {
+        return reply.send(Err(RpcError::new(
+            code::INVALID_PARAMS,
+            "session is already loaded",
+        )
+        .with_data(json!({ "sessionId": sent }))));
     }
     note_mcp_servers(&mcp_servers);
     let conn2 = conn.clone();

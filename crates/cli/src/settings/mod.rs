@@ -375,3 +375,58 @@ pub fn is_deepseek(url: &str) -> bool {
         })
         .unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::Cli;
+
+    /// The table names flags and derived defaults by text; each must be one this module
+    /// answers, or resolution would fail as an internal error for every user.
+    #[test]
+    fn every_flag_and_derived_default_the_table_names_is_answered() {
+        let cli = Cli::parse_from([
+            "dsh",
+            "--model",
+            "m",
+            "--base-url",
+            "http://h/v1",
+            "--reasoning",
+            "low",
+            "--max-tokens",
+            "7",
+            "--replay",
+            "demo",
+            "--data-dir",
+            "/d",
+            "config",
+        ]);
+        let flags = CommandFlags {
+            max_steps: Some(3),
+            acp_permission: Some(AcpPermission::Allow),
+        };
+        for key in KEYS {
+            if let Some(flag) = key.flag {
+                let text = flag_text(flag, &cli.global, flags).unwrap();
+                let text = text.unwrap_or_else(|| panic!("{flag} was given"));
+                assert_eq!(key.kind.check(&text), Ok(()), "{flag} {text:?}");
+            }
+        }
+        let mut resolved: Vec<Resolved> = KEYS
+            .iter()
+            .map(|key| Resolved {
+                key,
+                text: None,
+                source: Source::Default,
+            })
+            .collect();
+        derive_defaults(&mut resolved).unwrap();
+        for r in &resolved {
+            if r.key.default == table::Default::Derived {
+                assert!(r.text.is_some(), "{} has a derived default", r.key.name);
+            }
+        }
+    }
+}

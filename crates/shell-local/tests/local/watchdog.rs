@@ -57,7 +57,7 @@ async fn when_its_pipe_ends_the_watchdog_ends_everything_of_its_executor_and_not
     })
     .await;
     let reports = format!(
-        "+{}\n+{}\n+999999\n-999999\nnot a report\n",
+        "+{}\n+{}\n+999999\n-999999\nnot a report\n\u{e9}x\n+-3\n",
         marked.id(),
         bare.id()
     );
