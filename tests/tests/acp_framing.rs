@@ -33,7 +33,7 @@ fn initialize_says_exactly_what_dsh_does() {
                 "loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
                 "mcpCapabilities": {"http": false, "sse": false},
-                "sessionCapabilities": {},
+                "sessionCapabilities": {"systemPrompt": {"mode": {"override": {}}}},
                 "auth": {}
             },
             "authMethods": [],

@@ -42,7 +42,12 @@ fn new_sessions_get_distinct_ids_and_bad_scopes_are_refused_creating_nothing() {
         ),
         (
             json!({"cwd": sandbox.work(), "mcpServers": [],
-                   "systemPrompt": {"mode": "append", "content": [{"type": "text", "text": "x"}]}}),
+                   "systemPrompt": {"mode": "append", "content": []}}),
+            "systemPrompt",
+        ),
+        (
+            json!({"cwd": sandbox.work(), "mcpServers": [],
+                   "systemPrompt": {"mode": "_replace_everything", "content": [{"type": "text", "text": "x"}]}}),
             "systemPrompt",
         ),
     ];

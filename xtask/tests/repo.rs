@@ -193,6 +193,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-llm-openai", "provider", None),
         ("dsh-llm-replay", "provider", None),
         ("dsh-agent-loop", "provider", None),
+        ("dsh-agent-context", "provider", None),
         ("dsh-shell-local", "provider", None),
         ("dsh-tool-bash", "consumer", None),
         ("dsh-acp", "consumer", None),

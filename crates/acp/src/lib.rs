@@ -37,6 +37,7 @@ mod rpc;
 mod serve;
 mod state;
 mod stop;
+mod system_prompt;
 mod transport;
 
 use std::sync::Arc;

@@ -129,6 +129,12 @@ pub(crate) async fn ordered_path(
                 if !bound(&record, &decoded) {
                     continue;
                 }
+                // An editor has no place for them yet but its agent log.
+                if let LogRecord::Instructions(context) = &decoded {
+                    for warning in &context.warnings {
+                        tracing::warn!(session = %record.id, "{warning}");
+                    }
+                }
                 let updates = {
                     let asks = |tool: &str, args: &Value| asks(&parts, &record, tool, args);
                     let cx = context(&record, &parts, RenderMode::Live, &asks);

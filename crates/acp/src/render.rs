@@ -166,7 +166,10 @@ impl Renderer {
                 self.streamed.remove(&(at.turn, at.step));
             }
             Record::TurnEnd(end) => out.extend(self.close_turn(Some(end.turn))),
-            Record::TurnStart(_) | Record::StepStart(_) | Record::Other => {}
+            Record::TurnStart(_)
+            | Record::StepStart(_)
+            | Record::Instructions(_)
+            | Record::Other => {}
         }
         out
     }

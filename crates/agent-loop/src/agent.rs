@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use dsh_agent::{AgentEvent, AgentOptions, AgentStatus, CancelCause, TurnEndReason, TurnOutcome};
 use dsh_kernel::{CancellationToken, Scope};
@@ -37,6 +37,9 @@ pub(crate) struct LoopAgent {
     pub(crate) state: Mutex<State>,
     /// The model history as of the last step, extended by each step with what was appended.
     pub(crate) history: Mutex<Projection>,
+    /// The system message of every request, settled before the first turn of this agent's
+    /// life (`None` inside: there is none).
+    pub(crate) system: OnceLock<Option<Arc<str>>>,
     /// `(generation, idle)`: a waking verb starts a new generation; the driver's watcher marks
     /// its generation idle once the driver task is gone.
     pub(crate) quiet: watch::Sender<(u64, bool)>,
@@ -96,6 +99,7 @@ impl LoopAgent {
                 generation: 0,
             }),
             history: Mutex::new(Projection::default()),
+            system: OnceLock::new(),
             quiet: watch::Sender::new((0, true)),
             outbox: Mutex::new(VecDeque::new()),
             draining: AtomicBool::new(false),

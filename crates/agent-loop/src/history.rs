@@ -1,38 +1,36 @@
 //! The request history: a projection of the session log into model messages, extended event
 //! by event so that a step costs what was appended since the last one, not the whole log.
 //!
-//! The omission rule needs the step markers: the `user/message`s of a closed step that has no
-//! `assistant/message` are left out. A prompt cancelled or failed before the model answered is
-//! never shown to the model later — it could act on words the user withdrew. Such a message is
-//! held *undecided* until its step gets an answer (kept) or closes without one (left out); while
-//! its step is open it is shown, which is how the step's own request sees it.
+//! Every `user/message` is part of the history, whatever became of its turn: a prompt whose
+//! turn failed before the model answered (an HTTP 500, a cancel) is still what the user said,
+//! and a follow-up such as "try again" means nothing without it. Consecutive user messages
+//! are merged into one, blank-line separated, because some servers refuse two in a row
+//! (DeepSeek's reasoner, chat templates that demand alternating roles).
+//!
+//! A prompt whose turn was cancelled before any answer is followed by [`CANCELLED_NOTE`], so
+//! the model knows the request was stopped rather than ignored, and does not take it up
+//! unasked.
+//!
+//! The projection also keeps the log's last `context/instructions` record, the system text
+//! the agent sends while it is current.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use dsh_agent::record::{Record, StepMark, ToolResultRecord};
+use dsh_agent::TurnEndReason;
+use dsh_agent::record::{InstructionsRecord, Record, ToolResultRecord, TurnEnd};
 use dsh_llm::Message;
 use dsh_session::SessionEvent;
 
-/// A turn and step.
-type Step = (u32, u32);
-
-/// One message, and the step whose answer decides it (`None`: decided, kept).
-struct Slot {
-    message: Message,
-    undecided: Option<Step>,
-}
+/// What follows, in the history, a prompt whose turn was cancelled before any answer.
+pub const CANCELLED_NOTE: &str = "[dsh: the user cancelled this request before it was answered]";
 
 /// The model history of one session, as of the events read so far.
 #[derive(Default)]
 pub(crate) struct Projection {
     /// The seq of the next event to read.
     next_seq: u64,
-    slots: Vec<Slot>,
-    /// Undecided slots by step.
-    pending: HashMap<Step, Vec<usize>>,
-    answered: HashSet<Step>,
-    closed: HashSet<Step>,
+    messages: Vec<Message>,
+    instructions: Option<InstructionsRecord>,
 }
 
 impl Projection {
@@ -60,46 +58,37 @@ impl Projection {
     fn read(&mut self, record: Record) {
         match record {
             Record::UserMessage(user) => {
-                let key = (user.turn, user.step);
-                let decided = self.answered.contains(&key);
-                let index = self.slots.len();
-                self.slots.push(Slot {
-                    message: Message::User {
-                        content: user.message.text,
-                    },
-                    undecided: (!decided).then_some(key),
-                });
-                if !decided {
-                    self.pending.entry(key).or_default().push(index);
+                let text = user.message.text;
+                match self.messages.last_mut() {
+                    Some(Message::User { content }) => {
+                        content.push_str("\n\n");
+                        content.push_str(&text);
+                    }
+                    Some(_) | None => self.messages.push(Message::User { content: text }),
                 }
             }
             Record::AssistantMessage(answer) => {
-                let key = (answer.turn, answer.step);
-                self.answered.insert(key);
-                for index in self.pending.remove(&key).unwrap_or_default() {
-                    if let Some(slot) = self.slots.get_mut(index) {
-                        slot.undecided = None;
-                    }
-                }
                 if !answer.message.is_empty() {
-                    self.slots.push(Slot {
-                        message: answer.message.to_message(),
-                        undecided: None,
-                    });
+                    self.messages.push(answer.message.to_message());
                 }
             }
             Record::ToolResult(ToolResultRecord {
                 call_id, content, ..
-            }) => self.slots.push(Slot {
-                message: Message::Tool { call_id, content },
-                undecided: None,
-            }),
-            Record::StepEnd(StepMark { turn, step }) => {
-                self.closed.insert((turn, step));
+            }) => self.messages.push(Message::Tool { call_id, content }),
+            Record::Instructions(record) => self.instructions = Some(record),
+            Record::TurnEnd(TurnEnd {
+                reason: TurnEndReason::Aborted { .. },
+                ..
+            }) => {
+                if let Some(Message::User { content }) = self.messages.last_mut() {
+                    content.push_str("\n\n");
+                    content.push_str(CANCELLED_NOTE);
+                }
             }
             Record::TurnStart(_)
             | Record::TurnEnd(_)
             | Record::StepStart(_)
+            | Record::StepEnd(_)
             | Record::AssistantChunk(_)
             | Record::ToolCall(_)
             | Record::Other => {}
@@ -108,11 +97,12 @@ impl Projection {
 
     /// The model messages of the events read, in log order.
     pub(crate) fn messages(&self) -> Vec<Message> {
-        self.slots
-            .iter()
-            .filter(|slot| slot.undecided.is_none_or(|key| !self.closed.contains(&key)))
-            .map(|slot| slot.message.clone())
-            .collect()
+        self.messages.clone()
+    }
+
+    /// The last `context/instructions` record read.
+    pub(crate) fn instructions(&self) -> Option<&InstructionsRecord> {
+        self.instructions.as_ref()
     }
 }
 

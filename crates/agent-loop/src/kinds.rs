@@ -12,6 +12,7 @@ pub(crate) struct Kinds {
     pub(crate) assistant: EventType,
     pub(crate) tool_call: EventType,
     pub(crate) tool_result: EventType,
+    pub(crate) instructions: EventType,
 }
 
 impl Kinds {
@@ -26,6 +27,7 @@ impl Kinds {
             assistant: EventType::new(EventType::ASSISTANT_MESSAGE)?,
             tool_call: EventType::new(EventType::TOOL_CALL)?,
             tool_result: EventType::new(EventType::TOOL_RESULT)?,
+            instructions: EventType::new(dsh_agent::record::CONTEXT_INSTRUCTIONS)?,
         })
     }
 }

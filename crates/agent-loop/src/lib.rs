@@ -15,6 +15,8 @@
 //! - **The fence.** An effective cancel dooms every message accepted before it: none of them
 //!   is ever claimed, so a prompt cancelled before its turn started never reaches the model;
 //!   messages accepted after it run as independent turns.
+//! - **Model-visible means logged.** The system message sent is the text of the log's last
+//!   `context/instructions` record, written before the first `turn/start` that needs it.
 //! - **Durability.** The loop flushes the session before each model request, before each tool
 //!   body and after each `turn/end`, and resolves a turn's tickets only after that last one.
 //! - **Teardown order.** Close delivery, cancel with `Disposed`, await quiescence, unregister,
@@ -26,6 +28,7 @@
 
 mod agent;
 mod config;
+mod context;
 mod create;
 mod driver;
 mod history;
@@ -47,9 +50,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_agent::{AgentFactory, AgentRegistry, CreateAgent, ResumeAgent};
 use dsh_kernel::{BoxError, Plugin, Scope};
-use dsh_session::{SessionPersistence, SessionStore};
+use dsh_session::{EventClass, SessionPersistence, SessionStore};
 
 pub use config::{ConfiguredAgent, LoopConfig};
+pub use history::CANCELLED_NOTE;
 
 use crate::registry::LoopRegistry;
 
@@ -76,9 +80,14 @@ impl Plugin for AgentLoopPlugin {
         self.config.validate()?;
         let store = scope.require::<SessionStore>()?;
         let runtime = tokio::runtime::Handle::try_current()?;
+        let kinds = kinds::Kinds::new()?;
+        // A dsh that predates the record skips it: it loads the log and sends no system text.
+        store
+            .vocabulary()
+            .register(&kinds.instructions, EventClass::Ignorable)?;
         let shared = Arc::new(shared::Loop {
             config: self.config.clone(),
-            kinds: kinds::Kinds::new()?,
+            kinds,
             plugin: scope.clone(),
             store,
             runtime,

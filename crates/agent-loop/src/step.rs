@@ -190,9 +190,9 @@ impl Answer {
 
 fn build_request(agent: &LoopAgent, tools: &ToolSet) -> ModelRequest {
     let mut messages = Vec::new();
-    if let Some(system) = &agent.options.system_prompt {
+    if let Some(Some(system)) = agent.system.get() {
         messages.push(Message::System {
-            content: system.clone(),
+            content: system.to_string(),
         });
     }
     {

@@ -11,6 +11,7 @@ use dsh_session::{StepMark, TurnEnd, TurnStart};
 use tracing::Instrument;
 
 use crate::agent::LoopAgent;
+use crate::context::{Settled, settle};
 use crate::inbox::Pending;
 use crate::step::{StepEnd, run_step};
 use crate::trace::elapsed_ms;
@@ -35,6 +36,12 @@ pub(crate) async fn run_turn(
 ) -> TurnRecord {
     let kinds = &agent.shared.kinds;
     let mut writer = Writer::new(agent);
+    // Before `turn/start`, so a log reads in the order the model saw things. A cancel here
+    // reaches the first step through the token; a failure ends that step.
+    let mut unsettled = match settle(&mut writer, &token).await {
+        Settled::Ready | Settled::Cancelled => None,
+        Settled::Failed(failure) => Some(failure),
+    };
     if writer
         .append(&kinds.turn_start, &TurnStart { turn: number })
         .is_none()
@@ -63,6 +70,8 @@ pub(crate) async fn run_turn(
         }
         let end = if writer.dead || writer.refused.is_some() {
             StepEnd::End(writer.session_end())
+        } else if let Some(failure) = unsettled.take() {
+            StepEnd::End(TurnEndReason::Error { failure })
         } else {
             let span = tracing::debug_span!("step", step);
             let started = Instant::now();

@@ -1,6 +1,7 @@
 //! Seam role: definition (layer 3) — agents: the [`Agent`] trait and its verbs, [`TurnTicket`]s,
-//! the memoised [`AgentHandle`] teardown, creation requests, the [`AgentRegistry`] service, and
-//! the durable [`record`]s a turn writes.
+//! the memoised [`AgentHandle`] teardown, creation requests, the [`AgentRegistry`] service, the
+//! [`ContextBuilder`] service that says what the model is told, and the durable [`record`]s a
+//! turn writes.
 //!
 //! An agent is a live object bound to exactly one live session; its id *is* the session id,
 //! and that id is also the owner token of whatever its tools start. Consumers (the ACP bridge,
@@ -20,20 +21,24 @@
 #![deny(missing_docs)]
 
 mod agent;
+mod context;
 mod error;
 mod event;
 mod factory;
 mod handle;
+mod instructions;
 mod message;
 mod options;
 pub mod record;
 mod ticket;
 
 pub use agent::{Agent, AgentStatus};
+pub use context::{ContextBuilder, ContextError, ContextRequest, ToolBrief};
 pub use error::AgentError;
 pub use event::AgentEvent;
 pub use factory::{AgentFactory, AgentRegistry, CreateAgent, ResumeAgent};
 pub use handle::AgentHandle;
+pub use instructions::{Audience, CallerPrompt, PromptMode};
 pub use message::{MessageId, MessageSource, UserMessage};
 pub use options::{AgentOptions, AgentOverrides};
 pub use ticket::{TicketSender, TurnOutcome, TurnTicket};

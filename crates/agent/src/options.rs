@@ -5,6 +5,7 @@ use std::num::NonZeroU32;
 use dsh_llm::ReasoningEffort;
 
 use crate::error::AgentError;
+use crate::instructions::{Audience, CallerPrompt};
 
 /// The most steps a turn may be allowed.
 pub const MAX_STEPS_LIMIT: u32 = 10_000;
@@ -13,8 +14,11 @@ pub const MAX_STEPS_LIMIT: u32 = 10_000;
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct AgentOptions {
-    /// Sent as a leading system message when set.
-    pub system_prompt: Option<String>,
+    /// The caller's own instructions, combined with the context service's system text as
+    /// their mode says (sent alone when no context service is provided).
+    pub system_prompt: Option<CallerPrompt>,
+    /// Who reads the answers (one sentence of the built-in prompt depends on it).
+    pub audience: Audience,
     /// The model's output token limit.
     pub max_output_tokens: Option<NonZeroU32>,
     /// Sampling temperature, 0 ..= 2.
@@ -29,6 +33,7 @@ impl Default for AgentOptions {
     fn default() -> Self {
         AgentOptions {
             system_prompt: None,
+            audience: Audience::Terminal,
             max_output_tokens: None,
             temperature: None,
             reasoning: None,
@@ -63,8 +68,10 @@ impl AgentOptions {
 /// temperature does not also reset the step limit).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AgentOverrides {
-    /// Replaces the system prompt.
-    pub system_prompt: Option<String>,
+    /// Replaces the caller's instructions.
+    pub system_prompt: Option<CallerPrompt>,
+    /// Replaces the audience.
+    pub audience: Option<Audience>,
     /// Replaces the output token limit.
     pub max_output_tokens: Option<NonZeroU32>,
     /// Replaces the sampling temperature.
@@ -83,6 +90,7 @@ impl AgentOverrides {
                 .system_prompt
                 .clone()
                 .or_else(|| defaults.system_prompt.clone()),
+            audience: self.audience.unwrap_or(defaults.audience),
             max_output_tokens: self.max_output_tokens.or(defaults.max_output_tokens),
             temperature: self.temperature.or(defaults.temperature),
             reasoning: self.reasoning.or(defaults.reasoning),

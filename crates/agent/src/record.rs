@@ -36,7 +36,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::UserMessage;
 
+pub use crate::instructions::{
+    Environment, GitState, InstructionSource, InstructionsRecord, SourceKind,
+};
 pub use dsh_session::{StepMark, ToolCallRecord, ToolResultRecord, TurnEnd, TurnStart};
+
+/// The kind of [`InstructionsRecord`]. Ignorable: a dsh that predates it loads the log and
+/// simply sends no system text.
+pub const CONTEXT_INSTRUCTIONS: &str = "context/instructions";
 
 /// `user/message`: a message the turn claimed at the start of a step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -179,6 +186,8 @@ pub enum Record {
     ToolCall(ToolCallRecord),
     /// `tool/result`.
     ToolResult(ToolResultRecord),
+    /// `context/instructions`.
+    Instructions(InstructionsRecord),
     /// A kind outside this vocabulary (a plugin's, or an ignorable one of a newer dsh): its
     /// payload stays opaque.
     Other,
@@ -213,6 +222,7 @@ impl Record {
             }
             EventType::TOOL_CALL => serde_json::from_str(data).map(Record::ToolCall),
             EventType::TOOL_RESULT => serde_json::from_str(data).map(Record::ToolResult),
+            CONTEXT_INSTRUCTIONS => serde_json::from_str(data).map(Record::Instructions),
             _ => Ok(Record::Other),
         };
         parsed.map_err(|source| RecordError {
@@ -234,7 +244,7 @@ impl Record {
             | Record::AssistantMessage(AssistantMessageRecord { turn, .. })
             | Record::ToolCall(ToolCallRecord { turn, .. })
             | Record::ToolResult(ToolResultRecord { turn, .. }) => Some(*turn),
-            Record::Other => None,
+            Record::Instructions(_) | Record::Other => None,
         }
     }
 }

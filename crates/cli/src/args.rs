@@ -46,6 +46,13 @@ pub struct Global {
     /// A scripted offline model: a built-in name (`demo`) or a script file.
     #[arg(long, global = true, value_name = "SCRIPT")]
     pub replay: Option<String>,
+    /// Replaces the built-in system prompt (the environment and the project's instructions
+    /// are still sent).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub system_prompt_file: Option<PathBuf>,
+    /// Sends no AGENTS.md (or CLAUDE.md) from the project to the model.
+    #[arg(long, global = true)]
+    pub no_project_instructions: bool,
     /// More log output on stderr (-v debug, -vv trace); ignored when DSH_LOG is set.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -108,6 +115,10 @@ pub enum SessionsCommand {
         /// When to colour the output.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
+        /// The system message the model was last sent (with --json: every recorded
+        /// version, with its sources).
+        #[arg(long)]
+        system: bool,
     },
     /// Delete a stored session.
     Rm {

@@ -1,6 +1,7 @@
 //! The composition root: the one place that names providers. Plugins load in dependency
 //! order — persistence, the session store with its bridge, the model, the shell executor, the
-//! tool registry and the bash tools, the agent loop — and the front end runs on the root scope.
+//! tool registry and the bash tools, the agent's context, the agent loop — and the front end
+//! runs on the root scope.
 //! Every exit path but SIGKILL ends in `Runtime::shutdown`, which disposes in reverse order,
 //! so every session log is closed.
 
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_agent::AgentOptions;
+use dsh_agent_context::{ContextConfig, ContextPlugin};
 use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
 use dsh_kernel::{Plugin, Runtime};
 use dsh_session::SessionStorePlugin;
@@ -85,6 +87,10 @@ async fn load_all(
         .load(BashToolsPlugin::default())
         .await
         .map_err(|e| failed("the bash tools", e))?;
+    runtime
+        .load(ContextPlugin::new(context(settings)?))
+        .await
+        .map_err(|e| failed("the agent's context", e))?;
     let config = LoopConfig {
         defaults: options(settings),
         ..LoopConfig::default()
@@ -94,6 +100,40 @@ async fn load_all(
         .await
         .map_err(|e| failed("the agent loop", e))?;
     Ok(())
+}
+
+/// The context service's configuration. A prompt file the user named must be there: a typo
+/// is a configuration error at start, not a failed first turn.
+fn context(settings: &Settings) -> Result<ContextConfig, Failure> {
+    let system_prompt_file = match &settings.system_prompt_file {
+        None => None,
+        Some(set) => {
+            let path = &set.value;
+            match std::fs::metadata(path) {
+                Ok(meta) if meta.is_file() => Some(path.clone()),
+                Ok(_) => {
+                    return Err(Failure::config(format!(
+                        "system_prompt_file {} ({}): not a file",
+                        path.display(),
+                        set.source
+                    )));
+                }
+                Err(e) => {
+                    return Err(Failure::config(format!(
+                        "system_prompt_file {} ({}): {e}",
+                        path.display(),
+                        set.source
+                    )));
+                }
+            }
+        }
+    };
+    Ok(ContextConfig {
+        system_prompt_file,
+        project_instructions: settings.project_instructions.value,
+        user_instructions: settings.user_instructions(),
+        ..ContextConfig::default()
+    })
 }
 
 fn options(settings: &Settings) -> AgentOptions {

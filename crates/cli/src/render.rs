@@ -194,11 +194,13 @@ impl Renderer {
                 self.out(line.as_bytes());
                 state.at_line_start = true;
             }
+            Record::Instructions(context) if !self.transcript => warn(&context.warnings),
             Record::UserMessage(_)
             | Record::TurnEnd(_)
             | Record::TurnStart(_)
             | Record::StepStart(_)
             | Record::StepEnd(_)
+            | Record::Instructions(_)
             | Record::Other => {}
         }
     }
@@ -269,6 +271,10 @@ impl Renderer {
             | Record::StepEnd(_)
             | Record::UserMessage(_)
             | Record::Other => return,
+            Record::Instructions(context) => {
+                warn(&context.warnings);
+                return;
+            }
         };
         self.json_line(&line);
     }
@@ -333,5 +339,14 @@ impl SessionObserver for Renderer {
 
     fn on_append(&self, _session: &Session, event: &Arc<SessionEvent>) {
         self.replay(event);
+    }
+}
+
+/// What building the system message warned about (a skipped or cut instruction file): on
+/// stderr in every view, since it is about dsh's input, not the model's answer.
+fn warn(warnings: &[String]) {
+    let mut err = std::io::stderr().lock();
+    for warning in warnings {
+        let _ = writeln!(err, "warning: {warning}");
     }
 }

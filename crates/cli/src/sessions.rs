@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
-use dsh_agent::record::Record;
+use dsh_agent::record::{InstructionsRecord, Record};
 use dsh_kernel::Runtime;
 use dsh_session::{
-    EventType, EventVocabulary, ListQuery, SessionId, SessionPersistence, SessionSummary,
+    EventType, EventVocabulary, ListQuery, LoadedSession, SessionId, SessionPersistence,
+    SessionSummary,
 };
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 
@@ -67,9 +68,18 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
             SessionsCommand::List { json, limit, here } => {
                 list(&*persistence, &dir, *json, *limit, *here).await
             }
-            SessionsCommand::Show { id, json, color } => {
-                show(&*persistence, &dir, id, *json, *color).await
-            }
+            SessionsCommand::Show {
+                id,
+                json,
+                color: _,
+                system: true,
+            } => show_system(&*persistence, &dir, id, *json).await,
+            SessionsCommand::Show {
+                id,
+                json,
+                color,
+                system: false,
+            } => show(&*persistence, &dir, id, *json, *color).await,
             SessionsCommand::Rm { id } => remove(&*persistence, &dir, id).await,
         }
     }
@@ -258,6 +268,19 @@ pub async fn resolve(
     }
 }
 
+/// The stored session `arg` names, read without changing it.
+async fn stored(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    arg: &str,
+) -> Result<LoadedSession, Failure> {
+    let id = resolve(persistence, dir, arg).await?;
+    persistence
+        .inspect(&id, &EventVocabulary::new())
+        .await
+        .map_err(failed)
+}
+
 async fn show(
     persistence: &dyn SessionPersistence,
     dir: &std::path::Path,
@@ -265,11 +288,7 @@ async fn show(
     json: bool,
     color: ColorChoice,
 ) -> Result<(), Failure> {
-    let id = resolve(persistence, dir, arg).await?;
-    let loaded = persistence
-        .inspect(&id, &EventVocabulary::new())
-        .await
-        .map_err(failed)?;
+    let loaded = stored(persistence, dir, arg).await?;
     if json {
         let mut out = Vec::new();
         for event in &loaded.events {
@@ -310,6 +329,48 @@ async fn show(
     for event in &loaded.events {
         renderer.replay(event);
     }
+    Ok(())
+}
+
+/// `dsh sessions show --system`: the system text as recorded, byte for byte (with `--json`,
+/// every recorded version as a JSON line).
+async fn show_system(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    arg: &str,
+    json: bool,
+) -> Result<(), Failure> {
+    let loaded = stored(persistence, dir, arg).await?;
+    let records: Vec<InstructionsRecord> = loaded
+        .events
+        .iter()
+        .filter_map(|e| match Record::decode(e) {
+            Ok(Record::Instructions(record)) => Some(record),
+            Ok(_) | Err(_) => None,
+        })
+        .collect();
+    let Some(last) = records.last() else {
+        return Err(Failure {
+            status: 1,
+            code: "no_system_message",
+            message: format!(
+                "session {} has no recorded system message: no turn of it ran with a dsh that records one",
+                loaded.header.id
+            ),
+        });
+    };
+    if json {
+        let mut out = String::new();
+        for record in &records {
+            out.push_str(
+                &serde_json::to_string(record).map_err(|e| Failure::internal(e.to_string()))?,
+            );
+            out.push('\n');
+        }
+        let _ = crate::output::write(out.as_bytes());
+        return Ok(());
+    }
+    let _ = crate::output::write(last.text.as_bytes());
     Ok(())
 }
 

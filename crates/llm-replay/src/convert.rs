@@ -120,6 +120,7 @@ impl ReplayScript {
                 | Record::AssistantChunk(_)
                 | Record::ToolCall(_)
                 | Record::ToolResult(_)
+                | Record::Instructions(_)
                 | Record::Other => {}
             }
         }

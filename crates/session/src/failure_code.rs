@@ -17,11 +17,15 @@ pub const PERSISTENCE: &str = "persistence";
 /// A service the step needs (the model, the tool registry) is not provided.
 pub const SERVICE_UNAVAILABLE: &str = "service_unavailable";
 
+/// The system message could not be built (a configured prompt file that cannot be read).
+pub const CONTEXT: &str = "context";
+
 /// Every code above, for tables and tests.
-pub const ALL: [&str; 5] = [
+pub const ALL: [&str; 6] = [
     SESSION,
     INTERNAL,
     PROTOCOL,
     PERSISTENCE,
     SERVICE_UNAVAILABLE,
+    CONTEXT,
 ];

@@ -1,6 +1,6 @@
 //! Seam role: support — the light test fixtures shared by the workspace: log capture, the SSE
-//! fixtures, session logs stored by earlier versions, and process census helpers for tests
-//! that check what a command left running. It names no provider and builds no HTTP stack, so
+//! fixtures, session logs stored by earlier versions, process census helpers for tests that
+//! check what a command left running, and real directory trees (files, git repositories). It names no provider and builds no HTTP stack, so
 //! any crate's tests can use it; what runs real providers (the mock model server, the
 //! persistence contract suite, the providers themselves) is `dsh-test-providers`. The ACP
 //! driver, which needs the built binary, lives with the end-to-end suites in `tests/`.
@@ -14,3 +14,4 @@ pub mod logs;
 pub mod processes;
 pub mod sse;
 pub mod stored;
+pub mod tree;

@@ -29,6 +29,10 @@ impl Tool for BashTool {
         crate::schema::bash()
     }
 
+    fn guidance(&self) -> Option<String> {
+        Some(include_str!("../prompts/bash.md").trim_end().to_owned())
+    }
+
     fn parallel_safe(&self) -> bool {
         false
     }

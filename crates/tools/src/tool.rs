@@ -73,6 +73,13 @@ pub trait Tool: Send + Sync + 'static {
     /// The schema offered to the model.
     fn schema(&self) -> ToolSchema;
 
+    /// What the system prompt says about when and how to use this tool, beyond its schema;
+    /// appended to the built-in prompt only while the tool is registered, so the prompt never
+    /// mentions a tool the model does not have.
+    fn guidance(&self) -> Option<String> {
+        None
+    }
+
     /// Pure and cheap. `true` lets adjacent calls of parallel-safe tools run concurrently.
     fn parallel_safe(&self) -> bool {
         false

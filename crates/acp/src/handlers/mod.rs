@@ -35,7 +35,7 @@ pub(crate) fn initialize(conn: &Arc<Conn>, terminal_output: bool) -> Value {
             "loadSession": true,
             "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
             "mcpCapabilities": {"http": false, "sse": false},
-            "sessionCapabilities": {},
+            "sessionCapabilities": {"systemPrompt": {"mode": {"override": {}}}},
             "auth": {}
         },
         "authMethods": [],
@@ -51,7 +51,6 @@ pub(crate) fn initialize(conn: &Arc<Conn>, terminal_output: bool) -> Value {
 pub(super) fn check_scope(
     cwd: &Path,
     additional: &[PathBuf],
-    system_prompt: bool,
     must_exist: bool,
 ) -> Result<(), RpcError> {
     if !cwd.is_absolute() {
@@ -67,12 +66,6 @@ pub(super) fn check_scope(
         return Err(RpcError::bad_field(
             "additionalDirectories",
             "additional directories are not supported",
-        ));
-    }
-    if system_prompt {
-        return Err(RpcError::bad_field(
-            "systemPrompt",
-            "a system prompt is not supported",
         ));
     }
     Ok(())

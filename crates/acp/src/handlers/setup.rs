@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{LoadSessionRequest, NewSessionRequest};
-use dsh_agent::{AgentError, CreateAgent, ResumeAgent};
+use dsh_agent::{AgentError, AgentOverrides, Audience, CallerPrompt, CreateAgent, ResumeAgent};
 use dsh_session::SessionId;
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -16,6 +16,7 @@ use crate::record::Item;
 use crate::render::RenderCaps;
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
+use crate::system_prompt::caller_prompt;
 
 /// `session/new`.
 pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionRequest) {
@@ -26,14 +27,17 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionReq
         system_prompt,
         ..
     } = request;
-    if let Err(error) = check_scope(&cwd, &additional_directories, system_prompt.is_some(), true) {
-        return reply.send(Err(error));
-    }
+    let caller = match check_scope(&cwd, &additional_directories, true)
+        .and_then(|()| caller_prompt(system_prompt))
+    {
+        Ok(caller) => caller,
+        Err(error) => return reply.send(Err(error)),
+    };
     note_mcp_servers(&mcp_servers);
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome = setup_contained("session/new", create(&conn, cwd)).await;
+        let outcome = setup_contained("session/new", create(&conn, cwd, caller)).await;
         reply
             .answer(outcome.map(|session| json!({ "sessionId": session })))
             .await;
@@ -62,7 +66,21 @@ fn spawn_setup(conn: &Arc<Conn>, task: impl Future<Output = ()> + Send + 'static
     }
 }
 
-async fn create(conn: &Arc<Conn>, cwd: PathBuf) -> Result<String, RpcError> {
+/// What every agent of an ACP session is told beyond the loop's defaults: its answers are
+/// read in an editor, and the client's own system prompt, when it sent one.
+fn overrides(caller: Option<CallerPrompt>) -> AgentOverrides {
+    AgentOverrides {
+        system_prompt: caller,
+        audience: Some(Audience::Editor),
+        ..AgentOverrides::default()
+    }
+}
+
+async fn create(
+    conn: &Arc<Conn>,
+    cwd: PathBuf,
+    caller: Option<CallerPrompt>,
+) -> Result<String, RpcError> {
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
     }
@@ -70,7 +88,8 @@ async fn create(conn: &Arc<Conn>, cwd: PathBuf) -> Result<String, RpcError> {
     let parts = parts(conn);
     let mut request = CreateAgent::new(conn.scope.clone())
         .with_id(session_id.clone())
-        .with_cwd(cwd.clone());
+        .with_cwd(cwd.clone())
+        .with_options(overrides(caller));
     if let Some(gate) = parts.gate.clone() {
         request = request.with_approval(gate);
     }
@@ -112,14 +131,12 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionR
         system_prompt,
         ..
     } = request;
-    if let Err(error) = check_scope(
-        &cwd,
-        &additional_directories,
-        system_prompt.is_some(),
-        false,
-    ) {
-        return reply.send(Err(error));
-    }
+    let caller = match check_scope(&cwd, &additional_directories, false)
+        .and_then(|()| caller_prompt(system_prompt))
+    {
+        Ok(caller) => caller,
+        Err(error) => return reply.send(Err(error)),
+    };
     let sent = session_id.0.to_string();
     let Ok(parsed) = SessionId::parse(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
@@ -135,7 +152,8 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionR
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome = setup_contained("session/load", load(&conn, &parsed, &sent, &cwd)).await;
+        let outcome =
+            setup_contained("session/load", load(&conn, &parsed, &sent, &cwd, caller)).await;
         reply.answer(outcome.map(|()| json!({}))).await;
         release_backlog(&conn, &sent);
     };
@@ -149,7 +167,14 @@ fn release_backlog(conn: &Arc<Conn>, id: &str) {
     }
 }
 
-async fn load(conn: &Arc<Conn>, id: &SessionId, sent: &str, cwd: &Path) -> Result<(), RpcError> {
+/// Without a `systemPrompt`, the loaded agent keeps the one recorded with the session.
+async fn load(
+    conn: &Arc<Conn>,
+    id: &SessionId,
+    sent: &str,
+    cwd: &Path,
+    caller: Option<CallerPrompt>,
+) -> Result<(), RpcError> {
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
     }
@@ -174,7 +199,8 @@ async fn load(conn: &Arc<Conn>, id: &SessionId, sent: &str, cwd: &Path) -> Resul
         })));
     }
     let parts = parts(conn);
-    let mut request = ResumeAgent::new(conn.scope.clone(), id.clone());
+    let mut request =
+        ResumeAgent::new(conn.scope.clone(), id.clone()).with_options(overrides(caller));
     if let Some(gate) = parts.gate.clone() {
         request = request.with_approval(gate);
     }

@@ -81,31 +81,37 @@ fn a_step_projects_its_prompt_answer_and_results_in_log_order() {
 }
 
 #[test]
-fn a_prompt_whose_step_closed_without_an_answer_is_left_out() {
+fn a_prompt_whose_turn_failed_unanswered_stays_and_merges_with_the_next() {
     let events = log(&[
         mark("step/start", 1, 1),
-        user(1, 1, "withdrawn"),
+        user(1, 1, "first"),
         mark("step/end", 1, 1),
         mark("step/start", 2, 1),
-        user(2, 1, "kept"),
+        user(2, 1, "try again"),
         answer(2, 1, "yes", json!([])),
         mark("step/end", 2, 1),
     ]);
-    assert_eq!(said(&project(&events)), ["user:kept", "assistant:yes:0"]);
+    assert_eq!(
+        said(&project(&events)),
+        ["user:first\n\ntry again", "assistant:yes:0"]
+    );
 }
 
 #[test]
-fn an_open_step_shows_its_prompt_until_it_closes_unanswered() {
+fn the_last_instructions_record_is_kept() {
     let events = log(&[
+        ("context/instructions", json!({"text": "old"})),
         mark("step/start", 1, 1),
-        user(1, 1, "pending"),
-        mark("step/end", 1, 1),
+        user(1, 1, "a"),
+        ("context/instructions", json!({"text": "new"})),
     ]);
     let mut projection = Projection::default();
-    projection.extend(&events[..2]);
-    assert_eq!(said(&projection.messages()), ["user:pending"]);
-    projection.extend(&events[2..]);
-    assert!(projection.messages().is_empty());
+    projection.extend(&events);
+    assert_eq!(
+        projection.instructions().map(|r| r.text.as_str()),
+        Some("new")
+    );
+    assert_eq!(said(&projection.messages()), ["user:a"]);
 }
 
 #[test]
@@ -124,10 +130,7 @@ fn an_empty_answer_is_left_out_and_an_interrupted_one_with_text_kept() {
         ),
         mark("step/end", 2, 1),
     ]);
-    assert_eq!(
-        said(&project(&events)),
-        ["user:a", "user:b", "assistant:half:0"]
-    );
+    assert_eq!(said(&project(&events)), ["user:a\n\nb", "assistant:half:0"]);
 }
 
 #[test]
@@ -177,8 +180,8 @@ fn reading_a_log_in_pieces_projects_what_reading_it_whole_does() {
     );
     assert!(said(&whole).contains(&"assistant:partial answer:0".to_owned()));
     assert!(
-        !said(&whole).contains(&"user:now fail".to_owned()),
-        "the prompt of a turn that failed before an answer is withdrawn"
+        said(&whole).iter().any(|m| m.starts_with("user:now fail")),
+        "the prompt of a turn that failed before an answer stays"
     );
     for split in 0..=events.len() {
         let mut projection = Projection::default();

@@ -1,6 +1,7 @@
 //! Cancellation: the fence, idle cancels, discarded messages, cancels during a stream.
 
 use dsh_agent::{AgentEvent, CancelCause, TurnEndReason, TurnOutcome};
+use dsh_agent_loop::CANCELLED_NOTE;
 use dsh_llm::{FinishReason, Message};
 
 use crate::support::*;
@@ -55,9 +56,9 @@ async fn a_prompt_cancelled_before_its_turn_ran_never_reaches_the_model() {
     assert_eq!(
         model.request(0).messages,
         [Message::User {
-            content: "B".into()
+            content: format!("A\n\n{CANCELLED_NOTE}\n\nB")
         }],
-        "the next turn is independent and never shows A"
+        "the cancelled prompt stays in the history, marked as cancelled"
     );
     validate_log(&agent.session().events());
     handle.dispose().await;

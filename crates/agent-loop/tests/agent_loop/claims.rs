@@ -57,7 +57,11 @@ async fn at_max_steps_pending_steering_and_follow_ups_open_the_next_turn_in_orde
     ));
     assert_eq!(s.await, completed(2));
     assert_eq!(b.await, completed(2));
-    assert_eq!(last_user_texts(&model.request(1), 2), ["S", "B"]);
+    assert_eq!(
+        last_user_texts(&model.request(1), 1),
+        ["S\n\nB"],
+        "consecutive user messages are merged"
+    );
     handle.dispose().await;
 }
 

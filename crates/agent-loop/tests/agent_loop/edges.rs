@@ -242,7 +242,7 @@ async fn a_message_injected_during_the_final_step_waits_for_the_next_turn() {
     let b = agent.send(user("B")).unwrap();
     assert_eq!(b.await, completed(2));
     assert_eq!(n.await, completed(2));
-    assert_eq!(last_user_texts(&model.request(1), 2), ["N", "B"]);
+    assert_eq!(last_user_texts(&model.request(1), 1), ["N\n\nB"]);
     handle.dispose().await;
 }
 

@@ -6,6 +6,7 @@
 mod cancel;
 mod claims;
 mod containment;
+mod context;
 mod edges;
 mod modules;
 mod ownership;

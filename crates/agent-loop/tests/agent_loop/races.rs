@@ -77,9 +77,9 @@ async fn a_cancel_before_a_queued_prompt_starts_keeps_it_from_the_replay_model()
     assert_eq!(
         request.messages,
         [dsh_llm::Message::User {
-            content: "next".into()
+            content: format!("first\n\n{}\n\nnext", dsh_agent_loop::CANCELLED_NOTE)
         }],
-        "not batched into the cancelled turn"
+        "the cancelled prompt stays, marked, and the next one is its own turn"
     );
     runtime.shutdown().await;
     assert!(store.list_live().is_empty());

@@ -74,7 +74,7 @@ async fn a_request_overriding_one_option_keeps_the_loop_s_other_defaults() {
     let options = handle.agent().options().clone();
     assert_eq!(options.temperature, Some(1.5));
     assert_eq!(options.max_steps.get(), 3, "the step limit is not reset");
-    assert_eq!(options.system_prompt.as_deref(), Some("loop default"));
+    assert_eq!(options.system_prompt, Some("loop default".into()));
     handle.dispose().await;
 }
 

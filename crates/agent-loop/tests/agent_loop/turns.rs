@@ -165,14 +165,10 @@ async fn an_injected_message_never_opens_a_turn_and_rides_with_the_next_one() {
     assert_eq!(a.await, n.await);
     assert_eq!(
         model.request(0).messages,
-        [
-            Message::User {
-                content: "notice".into()
-            },
-            Message::User {
-                content: "A".into()
-            }
-        ]
+        [Message::User {
+            content: "notice\n\nA".into()
+        }],
+        "claimed in one step, merged into one message"
     );
     handle.dispose().await;
 }
@@ -241,17 +237,14 @@ async fn a_model_failure_ends_the_turn_error_and_the_next_send_runs() {
             reason: TurnEndReason::Completed
         }
     ));
-    // The failed-before-answer prompt "a" is never shown to the model again.
+    // The failed-before-answer prompt "a" stays in the history, merged with the next one.
     let third = model.request(2).messages;
     assert!(
-        !third.contains(&Message::User {
-            content: "a".into()
+        third.contains(&Message::User {
+            content: "a\n\nb".into()
         }),
         "{third:?}"
     );
-    assert!(third.contains(&Message::User {
-        content: "b".into()
-    }));
     validate_log(&agent.session().events());
     handle.dispose().await;
 }

@@ -167,9 +167,10 @@ fn overrides_change_only_the_fields_they_set() {
         7,
         "an unset step limit keeps the default"
     );
-    assert_eq!(merged.system_prompt.as_deref(), Some("be brief"));
+    assert_eq!(merged.system_prompt, Some("be brief".into()));
     let all = AgentOverrides {
         system_prompt: Some("x".into()),
+        audience: Some(dsh_agent::Audience::Editor),
         max_output_tokens: NonZeroU32::new(9),
         temperature: Some(0.0),
         reasoning: Some(dsh_llm::ReasoningEffort::High),
@@ -178,14 +179,16 @@ fn overrides_change_only_the_fields_they_set() {
     let merged = all.apply_to(&defaults);
     assert_eq!(
         (
-            merged.system_prompt.as_deref(),
+            merged.system_prompt.map(|p| p.text),
+            merged.audience,
             merged.max_output_tokens.map(NonZeroU32::get),
             merged.temperature,
             merged.reasoning,
             merged.max_steps.get()
         ),
         (
-            Some("x"),
+            Some("x".to_owned()),
+            dsh_agent::Audience::Editor,
             Some(9),
             Some(0.0),
             Some(dsh_llm::ReasoningEffort::High),

@@ -110,6 +110,7 @@ fn every_record_re_encodes_to_what_it_was_read_from() {
             Record::AssistantMessage(r) => serde_json::to_string(&r),
             Record::ToolCall(r) => serde_json::to_string(&r),
             Record::ToolResult(r) => serde_json::to_string(&r),
+            Record::Instructions(r) => serde_json::to_string(&r),
             Record::Other => continue,
         }
         .unwrap();

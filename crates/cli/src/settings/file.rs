@@ -37,11 +37,16 @@ pub fn locate(flag: Option<&Path>) -> Option<(PathBuf, bool)> {
     if let Some(path) = std::env::var_os("DSH_CONFIG").filter(|v| !v.is_empty()) {
         return Some((PathBuf::from(path), true));
     }
+    Some((config_dir()?.join("config.toml"), false))
+}
+
+/// dsh's directory of user configuration: `$XDG_CONFIG_HOME/dsh`, else `~/.config/dsh`.
+pub fn config_dir() -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
         Some(xdg) if Path::new(&xdg).is_absolute() => PathBuf::from(xdg),
         _ => PathBuf::from(std::env::var_os("HOME")?).join(".config"),
     };
-    Some((base.join("dsh").join("config.toml"), false))
+    Some(base.join("dsh"))
 }
 
 /// Reads and checks the file at `path`; `Ok(None)` when an optional file is absent.

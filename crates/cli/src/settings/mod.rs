@@ -92,6 +92,10 @@ pub struct Settings {
     pub acp_max_line_bytes: Set<usize>,
     pub acp_cancel_grace: Set<Duration>,
     pub acp_teardown_deadline: Set<Duration>,
+    /// Absolute: a relative path is under the configuration file's directory when the file
+    /// set it, else under the current directory.
+    pub system_prompt_file: Option<Set<PathBuf>>,
+    pub project_instructions: Set<bool>,
 }
 
 impl Settings {
@@ -111,6 +115,7 @@ impl Settings {
             resolved.push(pick(key, global, flags, loaded.as_ref())?);
         }
         derive_defaults(&mut resolved)?;
+        anchor_paths(&mut resolved);
         let typed = Typed {
             resolved: &resolved,
         };
@@ -142,9 +147,16 @@ impl Settings {
             acp_max_line_bytes: typed.get("acp.max_line_bytes", |t| t.parse().ok())?,
             acp_cancel_grace: typed.get("acp.cancel_grace_ms", millis)?,
             acp_teardown_deadline: typed.get("acp.teardown_deadline_ms", millis)?,
+            system_prompt_file: typed.optional("system_prompt_file", |t| Some(PathBuf::from(t)))?,
+            project_instructions: typed.get("project_instructions", |t| t.parse().ok())?,
             config_file,
             resolved,
         })
+    }
+
+    /// The user's own instruction file, `$XDG_CONFIG_HOME/dsh/AGENTS.md`.
+    pub fn user_instructions(&self) -> Option<PathBuf> {
+        file::config_dir().map(|dir| dir.join("AGENTS.md"))
     }
 
     /// `<data_dir>/sessions`.
@@ -223,6 +235,16 @@ fn flag_text(flag: &str, global: &Global, flags: CommandFlags) -> Result<Option<
         "--max-tokens" => global.max_tokens.map(|n| n.to_string()),
         "--max-steps" => flags.max_steps.map(|n| n.to_string()),
         "--replay" => global.replay.clone(),
+        "--system-prompt-file" => match &global.system_prompt_file {
+            None => None,
+            Some(file) => Some(file.to_str().map(str::to_owned).ok_or_else(|| {
+                Failure::config(format!(
+                    "--system-prompt-file {}: not UTF-8",
+                    file.display()
+                ))
+            })?),
+        },
+        "--no-project-instructions" => global.no_project_instructions.then(|| "false".to_owned()),
         "--permission" => flags.acp_permission.map(|p| {
             match p {
                 AcpPermission::Ask => "ask",
@@ -322,6 +344,28 @@ impl Typed<'_> {
     }
 }
 
+/// File settings made absolute against where they were written — the configuration file's
+/// directory for a file setting, the current directory for a flag or a variable — so that
+/// what runs and what `dsh config` shows are the same path.
+fn anchor_paths(resolved: &mut [Resolved]) {
+    for r in resolved
+        .iter_mut()
+        .filter(|r| r.key.name == "system_prompt_file")
+    {
+        let Some(text) = &r.text else { continue };
+        if Path::new(text).is_absolute() {
+            continue;
+        }
+        let base = match &r.source {
+            Source::File { path, .. } => path.parent().map(Path::to_path_buf),
+            Source::Default | Source::Env(_) | Source::Flag(_) => std::env::current_dir().ok(),
+        };
+        if let Some(base) = base {
+            r.text = Some(base.join(text).display().to_string());
+        }
+    }
+}
+
 fn secs(text: &str) -> Option<Duration> {
     text.parse().ok().map(Duration::from_secs)
 }
@@ -401,6 +445,9 @@ mod tests {
             "demo",
             "--data-dir",
             "/d",
+            "--system-prompt-file",
+            "p.md",
+            "--no-project-instructions",
             "config",
         ]);
         let flags = CommandFlags {

@@ -88,6 +88,8 @@ pub const KEYS: &[Key] = &[
     env(flag(key("max_steps", Kind::Int { min: 1, max: 10_000 }, Default::Unset), "--max-steps"), "DSH_MAX_STEPS"),
     env(flag(key("data_dir", TEXT, Default::Derived), "--data-dir"), "DSH_DATA_DIR"),
     not_in_file(env(flag(key("replay", TEXT, Default::Unset), "--replay"), "DSH_REPLAY")),
+    env(flag(key("system_prompt_file", TEXT, Default::Unset), "--system-prompt-file"), "DSH_SYSTEM_PROMPT_FILE"),
+    env(flag(key("project_instructions", Kind::Bool, Default::Is("true")), "--no-project-instructions"), "DSH_PROJECT_INSTRUCTIONS"),
     key("http.connect_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("10")),
     key("http.idle_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("120")),
     key("http.max_retries", Kind::Int { min: 0, max: 10 }, Default::Is("4")),
