@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod acp;
+pub mod pty;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

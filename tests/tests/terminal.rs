@@ -3,88 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-use dsh_e2e::{Sandbox, binary};
+use dsh_e2e::Sandbox;
+use dsh_e2e::pty::Terminal;
 use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-
-struct Terminal {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    writer: Box<dyn Write + Send>,
-    output: mpsc::Receiver<Vec<u8>>,
-    seen: String,
-    _master: Box<dyn portable_pty::MasterPty + Send>,
-}
-
-impl Terminal {
-    fn run(sandbox: &Sandbox, args: &[&str]) -> Terminal {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: 40,
-                cols: 200,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut command = CommandBuilder::new(binary());
-        command.args(args);
-        command.cwd(sandbox.work());
-        command.env_clear();
-        command.env("PATH", std::env::var("PATH").unwrap_or_default());
-        command.env("HOME", sandbox.root.path().join("home"));
-        command.env("DSH_DATA_DIR", sandbox.data());
-        command.env("TERM", "dumb");
-        let child = pty.slave.spawn_command(command).unwrap();
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = pty.master.take_writer().unwrap();
-        let (tx, output) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    return;
-                }
-            }
-        });
-        Terminal {
-            child,
-            writer,
-            output,
-            seen: String::new(),
-            _master: pty.master,
-        }
-    }
-
-    fn expect(&mut self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.seen.contains(needle) {
-            match self
-                .output
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
-                Err(_) => panic!("no {needle:?} on the terminal; saw:\n{}", self.seen),
-            }
-        }
-    }
-
-    fn type_keys(&mut self, keys: &[u8]) {
-        self.writer.write_all(keys).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    fn exit_code(mut self) -> (u32, String) {
-        let status = self.child.wait().unwrap();
-        while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(500)) {
-            self.seen.push_str(&String::from_utf8_lossy(&bytes));
-        }
-        (status.exit_code(), self.seen)
-    }
-}
 
 #[test]
 fn the_demo_reads_on_a_terminal_as_one_ordered_transcript() {

@@ -25,9 +25,10 @@ use dsh_session::SessionEvent;
 use dsh_tools::{ToolCallView, ToolRegistry, ToolResultView};
 use serde_json::{Value, json};
 
+use dsh_tools::safe_text::SafeText;
 use parts::{
     absolute, cap, console, exit_meta, message, meta_of, parse_arguments, present_call,
-    present_result, thought, tool_kind,
+    present_result, shown, thought, tool_kind,
 };
 
 /// Tool output placed in one update is cut here, far below the 32 MiB a client accepts per
@@ -99,6 +100,10 @@ pub(crate) struct Renderer {
     streamed: HashSet<(u32, u32)>,
     /// Replay: human prompts held until their step shows an answer.
     held: Vec<((u32, u32), SessionUpdate)>,
+    /// The streamed answer and reasoning, filtered as streams: a chunk may end inside an
+    /// escape sequence.
+    text: SafeText,
+    reasoning: SafeText,
 }
 
 impl Renderer {
@@ -128,7 +133,7 @@ impl Renderer {
             Record::UserMessage(user) => {
                 if cx.mode == RenderMode::Replay && user.message.source == MessageSource::User {
                     let update = SessionUpdate::UserMessageChunk(ContentChunk::new(
-                        ContentBlock::from(user.message.text),
+                        ContentBlock::from(SafeText::plain(&user.message.text)),
                     ));
                     self.held.push(((user.turn, user.step), update));
                 }
@@ -136,21 +141,30 @@ impl Renderer {
             Record::AssistantChunk(chunk) => {
                 self.release((chunk.turn, chunk.step), &mut out);
                 self.streamed.insert((chunk.turn, chunk.step));
-                match chunk.chunk {
-                    Chunk::ReasoningDelta(text) if !text.is_empty() => out.push(thought(text)),
-                    Chunk::TextDelta(text) if !text.is_empty() => out.push(message(text)),
-                    Chunk::ReasoningDelta(_) | Chunk::TextDelta(_) => {}
+                let (piece, is_text) = match chunk.chunk {
+                    Chunk::ReasoningDelta(text) => (self.reasoning.push(text.as_bytes()), false),
+                    Chunk::TextDelta(text) => (self.text.push(text.as_bytes()), true),
+                };
+                match (piece.is_empty(), is_text) {
+                    (true, _) => {}
+                    (false, true) => out.push(message(piece)),
+                    (false, false) => out.push(thought(piece)),
                 }
             }
             Record::AssistantMessage(answer) => {
                 let step = (answer.turn, answer.step);
                 self.release(step, &mut out);
+                self.text.finish();
+                self.reasoning.finish();
                 if !self.streamed.remove(&step) {
-                    if let Some(reasoning) = answer.message.reasoning.filter(|r| !r.is_empty()) {
+                    let reasoning = answer.message.reasoning.unwrap_or_default();
+                    let reasoning = SafeText::plain(&reasoning);
+                    if !reasoning.is_empty() {
                         out.push(thought(reasoning));
                     }
-                    if !answer.message.content.is_empty() {
-                        out.push(message(answer.message.content));
+                    let content = SafeText::plain(&answer.message.content);
+                    if !content.is_empty() {
+                        out.push(message(content));
                     }
                 }
             }
@@ -160,9 +174,9 @@ impl Renderer {
             }
             Record::ToolResult(result) => self.result(result, cx, &mut out),
             Record::StepEnd(at) => {
-                // A prompt the model never answered is not shown: the model will not see it
-                // either.
-                self.held.retain(|(step, _)| *step != (at.turn, at.step));
+                // A prompt whose turn ended before any answer is still part of the
+                // conversation (the model sees it too): shown at its step's end.
+                self.release((at.turn, at.step), &mut out);
                 self.streamed.remove(&(at.turn, at.step));
             }
             Record::TurnEnd(end) => out.extend(self.close_turn(Some(end.turn))),
@@ -263,8 +277,10 @@ impl Renderer {
                 cwd,
                 raw_input: _,
             }) => {
-                let mut content: Vec<ToolCallContent> =
-                    description.into_iter().map(ToolCallContent::from).collect();
+                let mut content: Vec<ToolCallContent> = description
+                    .map(|d| ToolCallContent::from(SafeText::plain(&d)))
+                    .into_iter()
+                    .collect();
                 let mut meta = None;
                 if cx.caps.terminal_card {
                     content.push(ToolCallContent::Terminal(Terminal::new(id.clone())));
@@ -289,7 +305,10 @@ impl Renderer {
             }) => (
                 title,
                 tool_kind(kind),
-                content.into_iter().map(ToolCallContent::from).collect(),
+                content
+                    .iter()
+                    .map(|c| ToolCallContent::from(SafeText::plain(c)))
+                    .collect(),
                 locations
                     .into_iter()
                     .map(|p| ToolCallLocation::new(absolute(cx.cwd, p)))
@@ -306,6 +325,7 @@ impl Renderer {
                 None,
             ),
         };
+        let title = SafeText::plain(&title);
         let mut announcement = ToolCall::new(ToolCallId::new(id.as_str()), title.clone())
             .kind(kind)
             .status(status)
@@ -374,7 +394,7 @@ impl Renderer {
                 tool_call_id,
                 ToolCallUpdateFields::new()
                     .status(ToolCallStatus::Failed)
-                    .content(vec![ToolCallContent::from(cap(&result.content))]),
+                    .content(vec![ToolCallContent::from(shown(&result.content))]),
             );
             if call.card {
                 update.meta(exit_meta(&id, None, None))
@@ -412,7 +432,7 @@ impl Renderer {
                         .content(
                             content
                                 .iter()
-                                .map(|c| ToolCallContent::from(cap(c)))
+                                .map(|c| ToolCallContent::from(shown(c)))
                                 .collect::<Vec<_>>(),
                         ),
                 ),
@@ -420,7 +440,7 @@ impl Renderer {
                     tool_call_id,
                     ToolCallUpdateFields::new()
                         .status(ToolCallStatus::Completed)
-                        .content(vec![ToolCallContent::from(cap(&result.content))]),
+                        .content(vec![ToolCallContent::from(shown(&result.content))]),
                 ),
             }
         };

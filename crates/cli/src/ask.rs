@@ -10,6 +10,7 @@
 //! polled by the reactor), so a cancelled turn withdraws the question at once and no reader
 //! is left behind to swallow the next line the user types.
 
+use dsh_tools::safe_text::SafeText;
 use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -64,7 +65,8 @@ fn question(request: &ApprovalRequest) -> String {
         Some(command) if request.tool == "bash" => command.to_owned(),
         _ => request.arguments.to_string(),
     };
-    let shown = elide(shown.trim_end());
+    // The command comes from the model: it must not drive the terminal it is shown on.
+    let shown = elide(SafeText::plain(&shown).trim_end());
     format!("dsh · allow {}: {shown}? [y/N] ", request.tool)
 }
 

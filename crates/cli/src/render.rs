@@ -16,6 +16,7 @@ use dsh_agent::record::{
     AssistantChunkRecord, AssistantMessageRecord, Chunk, Record, ToolResultRecord,
 };
 use dsh_session::{Session, SessionEvent, SessionObserver};
+use dsh_tools::safe_text::SafeText;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -30,7 +31,6 @@ pub enum View {
     Json,
 }
 
-#[derive(Default)]
 struct State {
     in_reasoning: bool,
     /// Open calls: id → (the `tool/call` time, its name).
@@ -40,6 +40,26 @@ struct State {
     output_tokens: u64,
     cache_hit_tokens: u64,
     at_line_start: bool,
+    /// The model's answer and reasoning arrive in pieces that may split an escape sequence:
+    /// each stream has its own filter.
+    text: SafeText,
+    reasoning: SafeText,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            in_reasoning: false,
+            calls: HashMap::new(),
+            steps: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_hit_tokens: 0,
+            at_line_start: true,
+            text: SafeText::new(false),
+            reasoning: SafeText::new(false),
+        }
+    }
 }
 
 /// The observer. `closed` fires when stdout was closed under dsh.
@@ -72,10 +92,7 @@ impl Renderer {
         Arc::new(Renderer {
             view,
             transcript,
-            state: Mutex::new(State {
-                at_line_start: true,
-                ..State::default()
-            }),
+            state: Mutex::new(State::default()),
             stdout_closed: AtomicBool::new(false),
             closed: Notify::new(),
         })
@@ -140,19 +157,28 @@ impl Renderer {
                     }
                     self.side(if color { b"\x1b[2m" } else { b"[reasoning]\n" });
                 }
+                let text = state.reasoning.push(text.as_bytes());
                 self.side(text.as_bytes());
-                state.at_line_start = text.ends_with('\n');
+                if !text.is_empty() {
+                    state.at_line_start = text.ends_with('\n');
+                }
             }
             Record::AssistantChunk(AssistantChunkRecord {
                 chunk: Chunk::TextDelta(text),
                 ..
             }) => {
                 self.end_reasoning(&mut state, color);
+                let text = state.text.push(text.as_bytes());
                 self.out(text.as_bytes());
-                state.at_line_start = text.ends_with('\n');
+                if !text.is_empty() {
+                    state.at_line_start = text.ends_with('\n');
+                }
             }
             Record::AssistantMessage(answer) => {
                 self.end_reasoning(&mut state, color);
+                // The streams are plain text (no colour kept), so ending them emits nothing.
+                state.text.finish();
+                state.reasoning.finish();
                 count_usage(&mut state, &answer);
                 if !state.at_line_start {
                     self.out(b"\n");
@@ -164,9 +190,9 @@ impl Renderer {
                 let line = match serde_json::from_str::<Value>(&call.arguments) {
                     Ok(args) if call.name == "bash" => format!(
                         "$ {}\n",
-                        args["command"].as_str().unwrap_or(&call.arguments)
+                        SafeText::plain(args["command"].as_str().unwrap_or(&call.arguments))
                     ),
-                    _ => format!("▸ {} {}\n", call.name, call.arguments),
+                    _ => format!("▸ {} {}\n", call.name, SafeText::plain(&call.arguments)),
                 };
                 self.side(line.as_bytes());
                 state.calls.insert(call.call_id, (event.time, call.name));
@@ -174,11 +200,16 @@ impl Renderer {
             Record::ToolResult(result) => {
                 let started = state.calls.remove(&result.call_id).map(|(time, _)| time);
                 let text = tool_result_text(&result, started.map(|t| event.time - t));
+                let text = if color {
+                    SafeText::coloured(&text)
+                } else {
+                    SafeText::plain(&text)
+                };
                 self.side(text.as_bytes());
             }
             Record::UserMessage(user) if self.transcript => {
                 self.end_reasoning(&mut state, color);
-                self.out(format!("› {}\n", user.message.text).as_bytes());
+                self.out(format!("› {}\n", SafeText::plain(&user.message.text)).as_bytes());
                 state.at_line_start = true;
             }
             Record::TurnEnd(end) if self.transcript => {
@@ -187,7 +218,9 @@ impl Renderer {
                     self.out(b"\n");
                 }
                 let line = match &end.reason {
-                    TurnEndReason::Error { failure } => format!("[error: {}]\n", failure.message),
+                    TurnEndReason::Error { failure } => {
+                        format!("[error: {}]\n", SafeText::plain(&failure.message))
+                    }
                     TurnEndReason::Unknown => "[ended]\n".to_owned(),
                     other => format!("[{}]\n", other.kind().replace('_', " ")),
                 };
@@ -347,6 +380,6 @@ impl SessionObserver for Renderer {
 fn warn(warnings: &[String]) {
     let mut err = std::io::stderr().lock();
     for warning in warnings {
-        let _ = writeln!(err, "warning: {warning}");
+        let _ = writeln!(err, "warning: {}", SafeText::plain(warning));
     }
 }

@@ -4,6 +4,7 @@
 //! prompt) is checked before the sessions directory or a session is created, and every path
 //! after composition ends in `Runtime::shutdown`, so the log is closed however the turn ends.
 
+use dsh_tools::safe_text::SafeText;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,7 +66,7 @@ pub fn report(failure: &Failure, view: View) -> u8 {
 
         let _ = crate::output::write(format!("{line}\n").as_bytes());
     }
-    eprintln!("error: {}", failure.message);
+    eprintln!("error: {}", SafeText::plain(&failure.message));
     failure.status
 }
 
@@ -388,7 +389,12 @@ fn reason_text(reason: &TurnEndReason) -> String {
         TurnEndReason::Refusal => "the model refused".into(),
         TurnEndReason::Aborted { .. } => "cancelled".into(),
         TurnEndReason::Error { failure } => {
-            format!("error: {} ({})", failure.message, failure.code)
+            // A failure's message may quote a server's body.
+            format!(
+                "error: {} ({})",
+                SafeText::plain(&failure.message),
+                failure.code
+            )
         }
         TurnEndReason::Interrupted => "interrupted".into(),
         TurnEndReason::Unknown => "ended".into(),

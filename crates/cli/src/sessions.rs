@@ -11,6 +11,7 @@ use dsh_session::{
     SessionSummary,
 };
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
+use dsh_tools::safe_text::SafeText;
 
 use crate::args::{ColorChoice, Global, SessionsCommand};
 use crate::exit::Failure;
@@ -208,7 +209,7 @@ async fn list(
             &ids_of(s)[..*len],
             timestamp(s.updated_at),
             timestamp(s.header.created_at),
-            s.header.cwd
+            SafeText::plain(&s.header.cwd)
         ));
     }
     say(&out);
@@ -314,7 +315,7 @@ async fn show(
     say(&format!(
         "session {} · {} · created {} · {label}\n",
         loaded.header.id,
-        loaded.header.cwd,
+        SafeText::plain(&loaded.header.cwd),
         timestamp(loaded.header.created_at)
     ));
     let terminal = crate::output::is_terminal();
@@ -370,7 +371,12 @@ async fn show_system(
         let _ = crate::output::write(out.as_bytes());
         return Ok(());
     }
-    let _ = crate::output::write(last.text.as_bytes());
+    // Exact when piped (to diff or keep); on a terminal the files it quotes must not drive it.
+    if crate::output::is_terminal() {
+        let _ = crate::output::write(SafeText::plain(&last.text).as_bytes());
+    } else {
+        let _ = crate::output::write(last.text.as_bytes());
+    }
     Ok(())
 }
 

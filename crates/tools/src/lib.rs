@@ -1,6 +1,7 @@
 //! Seam role: definition (layer 2) — tools: the [`Tool`] trait, tool schemas, [`ToolContext`],
 //! the [`ToolRegistry`] spine with its standard in-memory implementation, the
-//! [`ApprovalGate`] and the presentation types a front end renders calls with.
+//! [`ApprovalGate`], the presentation types a front end renders calls with, and
+//! [`safe_text`], the filter every front end passes outside text through before showing it.
 //!
 //! Tool plugins register tools into the one registry; the agent loop takes an immutable
 //! [`ToolSet`] snapshot per step and calls tools only through the trait. The registry is a
@@ -25,6 +26,7 @@ pub mod codes;
 mod context;
 mod present;
 mod registry;
+pub mod safe_text;
 mod tool;
 
 pub use approval::{ApprovalDecision, ApprovalGate, ApprovalRequest};

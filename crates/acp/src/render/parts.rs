@@ -1,6 +1,7 @@
 //! Building blocks of updates: chunks, tool kinds, terminal metadata, fenced output, and
 //! the tools' presenters called so that a panic costs a card, not the prompt.
 
+use dsh_tools::safe_text::SafeText;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{ContentBlock, ContentChunk, Meta, SessionUpdate, ToolKind};
@@ -99,10 +100,17 @@ pub(super) fn cap(text: &str) -> String {
     )
 }
 
+/// Outside text as Markdown content: capped, and stripped of every escape sequence and
+/// control but newline and tab, as a terminal would need ([`SafeText`]); only a terminal
+/// card's raw output keeps its bytes, for the client's terminal emulator.
+pub(super) fn shown(text: &str) -> String {
+    SafeText::plain(&cap(text))
+}
+
 /// Text-mode terminal output: a `console` fence one backtick longer than any run of
 /// backticks in the output, then the exit status when it was not a clean exit.
 pub(super) fn console(output: &str, exit_code: Option<i32>, signal: Option<&str>) -> String {
-    let output = cap(output);
+    let output = shown(output);
     let longest = output.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let body = if output.is_empty() {

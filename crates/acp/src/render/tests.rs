@@ -153,7 +153,7 @@ fn render_all(
 }
 
 #[test]
-fn prompts_are_replayed_only_when_their_step_was_answered_and_never_echoed_live() {
+fn prompts_are_replayed_whatever_became_of_their_step_and_never_echoed_live() {
     let events = [
         event(
             0,
@@ -185,8 +185,16 @@ fn prompts_are_replayed_only_when_their_step_was_answered_and_never_echoed_live(
         .iter()
         .map(|u| u["sessionUpdate"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["user_message_chunk", "agent_message_chunk"]);
-    assert_eq!(replay[0]["content"]["text"], "kept");
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "user_message_chunk",
+            "agent_message_chunk"
+        ]
+    );
+    assert_eq!(replay[0]["content"]["text"], "withdrawn");
+    assert_eq!(replay[1]["content"]["text"], "kept");
     let live = run(&events, RenderMode::Live, false, false);
     assert_eq!(live.len(), 1, "{live:?}");
 }
@@ -313,4 +321,59 @@ fn the_console_fence_outgrows_any_backtick_run_and_names_a_failure() {
         console("x", None, Some("SIGKILL")),
         "```console\nx\n```\nterminated by signal: SIGKILL"
     );
+}
+
+#[test]
+fn outside_text_reaches_the_client_inert_and_only_a_terminal_card_gets_raw_bytes() {
+    let hostile = "out\u{1b}]2;pwned\u{7}\u{1b}[31mred\u{1b}[0m\u{9b}2J";
+    let events = [
+        event(
+            0,
+            "assistant/chunk",
+            json!({"turn": 1, "step": 1, "chunk": {"text_delta": "say\u{1b}]52;c;aGk"}}),
+        ),
+        event(
+            1,
+            "assistant/chunk",
+            json!({"turn": 1, "step": 1, "chunk": {"text_delta": "=\u{7}more"}}),
+        ),
+        call(1, "c1", "sh", "echo \u{1b}[2Jhi"),
+        result(1, "c1", "sh", hostile, false),
+        call(1, "c2", "other", "x"),
+        result(1, "c2", "other", hostile, false),
+    ];
+    for cards in [false, true] {
+        let updates = run(&events, RenderMode::Live, cards, false);
+        let text: Vec<String> = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(text.concat(), "saymore", "a sequence split across chunks");
+        let mut shown = updates.clone();
+        for update in &mut shown {
+            // The arguments are data, as the model wrote them, not text to show.
+            update.as_object_mut().unwrap().remove("rawInput");
+            if let Some(meta) = update.get_mut("_meta") {
+                meta.as_object_mut().unwrap().remove("terminal_output");
+            }
+        }
+        let shown = serde_json::to_string(&shown).unwrap();
+        for bad in ["\\u001b", "\\u0007", "\\u009b", "\u{9b}"] {
+            assert!(!shown.contains(bad), "cards {cards}: {bad} in {shown}");
+        }
+        assert!(shown.contains("outred2J"), "{shown}");
+        let raw: Vec<&Value> = updates
+            .iter()
+            .filter_map(|u| u["_meta"].get("terminal_output"))
+            .collect();
+        if cards {
+            assert_eq!(
+                raw[0]["data"], hostile,
+                "the card's emulator gets the bytes"
+            );
+        } else {
+            assert!(raw.is_empty());
+        }
+    }
 }

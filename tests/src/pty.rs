@@ -1,0 +1,100 @@
+//! `dsh` on a real pseudo-terminal, for the suites that check what a person sees.
+
+// A harness is an assertion: failing loudly is its job.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+use crate::{Sandbox, binary};
+
+/// `dsh` on a pseudo-terminal: what it writes, as the terminal receives it.
+pub struct Terminal {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    output: mpsc::Receiver<Vec<u8>>,
+    /// Everything received so far (lossy UTF-8).
+    pub seen: String,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Terminal {
+    /// `dsh <args>` in the sandbox's work dir on a 200-column terminal with `TERM=dumb`.
+    pub fn run(sandbox: &Sandbox, args: &[&str]) -> Terminal {
+        Terminal::run_with(sandbox, args, &[("TERM", "dumb")])
+    }
+
+    /// `dsh <args>` as [`Terminal::run`] starts it, with `env` set (after the sandbox's).
+    pub fn run_with(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 40,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut command = CommandBuilder::new(binary());
+        command.args(args);
+        command.cwd(sandbox.work());
+        command.env_clear();
+        command.env("PATH", std::env::var("PATH").unwrap_or_default());
+        command.env("HOME", sandbox.root.path().join("home"));
+        command.env("DSH_DATA_DIR", sandbox.data());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let child = pty.slave.spawn_command(command).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = pty.master.take_writer().unwrap();
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    return;
+                }
+            }
+        });
+        Terminal {
+            child,
+            writer,
+            output,
+            seen: String::new(),
+            _master: pty.master,
+        }
+    }
+
+    /// Waits (30 s at most) until the terminal has shown `needle`.
+    pub fn expect(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.seen.contains(needle) {
+            match self
+                .output
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!("no {needle:?} on the terminal; saw:\n{}", self.seen),
+            }
+        }
+    }
+
+    /// Types `keys` at the terminal.
+    pub fn type_keys(&mut self, keys: &[u8]) {
+        self.writer.write_all(keys).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Waits for dsh to exit; its status and everything the terminal received.
+    pub fn exit_code(mut self) -> (u32, String) {
+        let status = self.child.wait().unwrap();
+        while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        (status.exit_code(), self.seen)
+    }
+}
