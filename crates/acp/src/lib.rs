@@ -63,6 +63,10 @@ pub struct AcpConfig {
     pub teardown_deadline: Duration,
     /// `agentInfo.title` (the composition root names a scripted model here).
     pub agent_title: String,
+    /// Set when dsh cannot reach a model until the user sets something up outside ACP (a
+    /// missing key): `initialize` is answered as usual, and `session/new` and `session/load`
+    /// fail with `auth_required` (`-32000`) and this text, which says what to set and where.
+    pub auth_required: Option<String>,
 }
 
 impl Default for AcpConfig {
@@ -74,6 +78,7 @@ impl Default for AcpConfig {
             cancel_grace: Duration::from_secs(5),
             teardown_deadline: Duration::from_secs(10),
             agent_title: "dsh".into(),
+            auth_required: None,
         }
     }
 }

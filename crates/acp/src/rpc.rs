@@ -20,6 +20,8 @@ pub(crate) mod code {
     pub const INTERNAL: i32 = -32603;
     /// An unknown session.
     pub const NOT_FOUND: i32 = -32002;
+    /// ACP's `auth_required`: the agent needs the user to authenticate first.
+    pub const AUTH_REQUIRED: i32 = -32000;
 }
 
 /// A JSON-RPC error object.
@@ -64,6 +66,11 @@ impl RpcError {
     /// learns only that, never the panic text.
     pub fn internal_failure() -> RpcError {
         RpcError::new(code::INTERNAL, "internal error: the request failed")
+    }
+
+    /// `-32000` with the guidance of what the user must set up.
+    pub fn auth_required(guidance: &str) -> RpcError {
+        RpcError::new(code::AUTH_REQUIRED, guidance)
     }
 
     /// `-32603` "dsh is shutting down".

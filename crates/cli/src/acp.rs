@@ -32,6 +32,7 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
         cancel_grace: settings.acp_cancel_grace.value,
         teardown_deadline: settings.acp_teardown_deadline.value,
         agent_title: title,
+        auth_required: None,
     }
 }
 
@@ -41,21 +42,30 @@ async fn serve(global: &Global, permission: Option<AcpPermission>) -> Result<(),
         ..CommandFlags::default()
     };
     let settings = Settings::resolve(global, flags)?;
-    let chosen = crate::model::choose(&settings)?;
-    let title = match &chosen.replay_name {
-        Some(name) => format!("dsh (replay: {name})"),
-        None => "dsh".to_owned(),
+    // A missing key must not stop the server before `initialize`: the editor would only show
+    // that its agent exited. Sessions are refused instead, with what to set and where.
+    let (model, title, guidance) = match crate::model::choose(&settings) {
+        Ok(chosen) => {
+            let title = match &chosen.replay_name {
+                Some(name) => format!("dsh (replay: {name})"),
+                None => "dsh".to_owned(),
+            };
+            tracing::info!(model = %chosen.label, "dsh acp serving on stdio");
+            (Some(chosen.plugin), title, None)
+        }
+        Err(failure) if failure.code == crate::model::MISSING_API_KEY => {
+            tracing::warn!("no API key: sessions are refused until it is set");
+            let guidance = crate::model::missing_key_for_editor(&settings);
+            (None, "dsh".to_owned(), Some(guidance))
+        }
+        Err(failure) => return Err(failure),
     };
-    let config = config(&settings, title);
+    let mut config = config(&settings, title);
+    config.auth_required = guidance;
     let sessions = crate::compose::sessions_dir(&settings)?;
     let mut signals = Signals::new()?;
-    let runtime = crate::compose::compose(&settings, &sessions, chosen.plugin).await?;
+    let runtime = crate::compose::compose(&settings, &sessions, model).await?;
     let deadline = config.teardown_deadline;
-    tracing::info!(
-        model = %chosen.label,
-        permission = ?config.permission,
-        "dsh acp serving on stdio"
-    );
     let bridge = match AcpBridge::new(runtime.scope(), config) {
         Ok(bridge) => bridge,
         Err(e) => {

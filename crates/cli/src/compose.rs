@@ -34,11 +34,12 @@ pub fn sessions_dir(settings: &Settings) -> Result<PathBuf, Failure> {
     Ok(sessions)
 }
 
-/// Builds the runtime with every plugin loaded, the model from `model`.
+/// Builds the runtime with every plugin loaded, the model from `model` (none: a server that
+/// refuses sessions until the user sets a key up).
 pub async fn compose(
     settings: &Settings,
     sessions: &Path,
-    model: Box<dyn Plugin>,
+    model: Option<Box<dyn Plugin>>,
 ) -> Result<Arc<Runtime>, Failure> {
     let runtime = Arc::new(Runtime::new());
     let loaded = load_all(&runtime, settings, sessions, model).await;
@@ -53,7 +54,7 @@ async fn load_all(
     runtime: &Runtime,
     settings: &Settings,
     sessions: &Path,
-    model: Box<dyn Plugin>,
+    model: Option<Box<dyn Plugin>>,
 ) -> Result<(), Failure> {
     let failed = |what: &str, e: dsh_kernel::KernelError| {
         Failure::internal(format!("cannot start {what}: {e}"))
@@ -68,10 +69,12 @@ async fn load_all(
         .load(SessionStorePlugin)
         .await
         .map_err(|e| failed("the session store", e))?;
-    runtime
-        .load(model)
-        .await
-        .map_err(|e| failed("the model", e))?;
+    if let Some(model) = model {
+        runtime
+            .load(model)
+            .await
+            .map_err(|e| failed("the model", e))?;
+    }
     runtime
         .load(ShellLocalPlugin::new(LocalShellConfig {
             watchdog: Some(watchdog_program()),

@@ -112,17 +112,68 @@ fn server(settings: &Settings) -> Result<Chosen, Failure> {
 
 fn missing_key(settings: &Settings) -> Failure {
     let var = &settings.api_key_env.value;
-    let mut text = format!(
-        "no API key for {} (model {})\n  dsh reads the key from the environment variable {var}, which is not set.\n  Set it for this shell:  export {var}=<your key>\n",
-        settings.base_url.value, settings.model.value
-    );
-    if is_deepseek(&settings.base_url.value) {
-        text.push_str("  Get a key at https://platform.deepseek.com/api_keys\n");
-    }
-    text.push_str("  Or run the offline demo, which needs no key:  dsh run --replay demo");
+    let mut text = key_needed(settings);
+    text.push_str(&format!(
+        "\n  Set it for this shell:  export {var}=<your key>"
+    ));
+    text.push_str(&get_a_key(settings));
+    text.push_str("\n  Or run the offline demo, which needs no key:  dsh run --replay demo");
     Failure {
         status: crate::exit::CONFIG,
-        code: "missing_api_key",
+        code: MISSING_API_KEY,
         message: text,
+    }
+}
+
+/// The code of the failure [`choose`] returns when the key's variable is not set.
+pub const MISSING_API_KEY: &str = "missing_api_key";
+
+/// What an editor user must do when the key is missing: the same diagnosis as `dsh run`
+/// gives, with where an editor takes environment variables from.
+pub fn missing_key_for_editor(settings: &Settings) -> String {
+    let var = &settings.api_key_env.value;
+    let mut text = key_needed(settings);
+    text.push_str(&format!(
+        "\n  In Zed, set it in settings.json under the agent server:  \"agent_servers\": {{\"dsh\": {{\"env\": {{\"{var}\": \"<your key>\"}}}}}}, then restart the agent."
+    ));
+    text.push_str(&get_a_key(settings));
+    text.push_str(
+        "\n  Or try dsh offline, with no key:  \"args\": [\"--replay\", \"demo\", \"acp\"]",
+    );
+    text
+}
+
+/// What to check when the server refuses the key (HTTP 401 or 403): where the key came
+/// from, or that none was sent and how to send one.
+pub fn auth_hint(settings: &Settings) -> String {
+    let var = &settings.api_key_env.value;
+    let host = url::Url::parse(&settings.base_url.value)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| settings.base_url.value.clone());
+    if var.is_empty() {
+        format!(
+            "dsh sent no key to {host}: api_key_env is empty ({}). If the server needs one, put it in DSH_API_KEY and set api_key_env to DSH_API_KEY (or to the variable that holds it).",
+            settings.api_key_env.source
+        )
+    } else {
+        format!(
+            "the key came from the environment variable {var}; check that it is a valid key for {host}."
+        )
+    }
+}
+
+fn key_needed(settings: &Settings) -> String {
+    format!(
+        "no API key for {} (model {})\n  dsh reads the key from the environment variable {}, which is not set.",
+        settings.base_url.value, settings.model.value, settings.api_key_env.value
+    )
+}
+
+fn get_a_key(settings: &Settings) -> String {
+    if is_deepseek(&settings.base_url.value) {
+        "\n  Get a key at https://platform.deepseek.com/api_keys".to_owned()
+    } else {
+        String::new()
     }
 }

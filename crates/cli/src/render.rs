@@ -6,7 +6,7 @@
 //! what was stored, and `dsh sessions show` can reuse the same view.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -70,6 +70,9 @@ pub struct Renderer {
     state: Mutex<State>,
     pub stdout_closed: AtomicBool,
     pub closed: Notify,
+    /// A status line (a retry) is on the terminal, without its newline: the next output
+    /// clears it first.
+    status_shown: AtomicBool,
 }
 
 impl Renderer {
@@ -95,6 +98,7 @@ impl Renderer {
             state: Mutex::new(State::default()),
             stdout_closed: AtomicBool::new(false),
             closed: Notify::new(),
+            status_shown: AtomicBool::new(false),
         })
     }
 
@@ -104,8 +108,32 @@ impl Renderer {
         (s.steps, s.input_tokens, s.output_tokens, s.cache_hit_tokens)
     }
 
+    /// Shows a passing state of the run (`server busy (HTTP 429) — retrying in 3 s …`): on a
+    /// terminal one line on stderr that the next one replaces and the next output clears;
+    /// elsewhere a plain line.
+    pub fn notice(&self, line: &str) {
+        let line = SafeText::plain(line);
+        let mut err = std::io::stderr().lock();
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        let in_place = matches!(self.view, View::Human { .. }) && err.is_terminal() && !dumb;
+        if in_place {
+            let _ = write!(err, "\r\x1b[2Kdsh · {line}");
+            self.status_shown.store(true, Ordering::SeqCst);
+        } else {
+            let _ = writeln!(err, "dsh · {line}");
+        }
+    }
+
+    /// Clears a status line still on the terminal.
+    fn clear_status(&self) {
+        if self.status_shown.swap(false, Ordering::SeqCst) {
+            let _ = std::io::stderr().lock().write_all(b"\r\x1b[2K");
+        }
+    }
+
     /// Writes to stdout; a closed stdout is remembered and announced once.
     pub fn out(&self, bytes: &[u8]) {
+        self.clear_status();
         if self.stdout_closed.load(Ordering::SeqCst) {
             return;
         }
@@ -116,6 +144,7 @@ impl Renderer {
     }
 
     fn side(&self, bytes: &[u8]) {
+        self.clear_status();
         match self.view {
             View::Human { split: true, .. } => {
                 let _ = std::io::stderr().lock().write_all(bytes);

@@ -4,6 +4,7 @@
 //! prompt) is checked before the sessions directory or a session is created, and every path
 //! after composition ends in `Runtime::shutdown`, so the log is closed however the turn ends.
 
+use dsh_llm::RetryNotice;
 use dsh_tools::safe_text::SafeText;
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,22 +127,20 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
     };
     let replay = prepared.chosen.replay.clone();
     let label = prepared.chosen.label.clone();
-    let runtime = match crate::compose::compose(
-        &prepared.settings,
-        &sessions,
-        prepared.chosen.plugin,
-    )
-    .await
-    {
-        Ok(runtime) => runtime,
-        Err(failure) => return report(&failure, view),
-    };
+    let runtime =
+        match crate::compose::compose(&prepared.settings, &sessions, Some(prepared.chosen.plugin))
+            .await
+        {
+            Ok(runtime) => runtime,
+            Err(failure) => return report(&failure, view),
+        };
     let status = turn(
         &runtime,
         &prepared.prompt,
         Start {
             target: prepared.target,
             approval: prepared.approval,
+            auth_hint: model::auth_hint(&prepared.settings),
         },
         view,
         &label,
@@ -200,10 +199,12 @@ async fn find(
     }
 }
 
-/// Which session the turn goes to, and who approves its calls.
+/// Which session the turn goes to, who approves its calls, and what to say when the server
+/// refuses the key.
 struct Start {
     target: Target,
     approval: Option<Arc<dyn ApprovalGate>>,
+    auth_hint: String,
 }
 
 async fn start(
@@ -254,6 +255,7 @@ async fn turn(
     sessions: &Path,
 ) -> u8 {
     let asks = how.approval.is_some();
+    let auth_hint = how.auth_hint.clone();
     let (handle, resumed) = match start(runtime, how, sessions).await {
         Ok(started) => started,
         Err(failure) => return report(&failure, view),
@@ -280,6 +282,17 @@ async fn turn(
             &Failure::internal(format!("cannot watch the session: {e}")),
             view,
         );
+    }
+    // Retries of this session's requests, as they happen: the user sees why nothing streams.
+    let notices = renderer.clone();
+    let this = id.as_str().to_owned();
+    let listening = runtime.scope().on(move |notice: &RetryNotice| {
+        if notice.session_id.as_deref() == Some(this.as_str()) {
+            notices.notice(&notice.line());
+        }
+    });
+    if let Err(e) = listening {
+        tracing::debug!("retries will not be shown: {e}");
     }
     let how = if resumed { "resumed" } else { "new" };
     let recorded = agent.session().header().cwd.clone();
@@ -364,6 +377,14 @@ async fn turn(
         return 1;
     };
     finish(&renderer, &outcome, view, &id);
+    if let TurnOutcome::Ended {
+        reason: TurnEndReason::Error { failure },
+        ..
+    } = &outcome
+        && failure.code == "auth"
+    {
+        eprintln!("  {auth_hint}");
+    }
     if renderer
         .stdout_closed
         .load(std::sync::atomic::Ordering::SeqCst)

@@ -24,6 +24,7 @@ mod models;
 mod plugin;
 mod sse;
 mod unknown_model;
+mod words;
 
 #[cfg(feature = "wire-internals")]
 pub use body::decode_body;

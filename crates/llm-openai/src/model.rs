@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use dsh_llm::{
     CancellationToken, Model, ModelError, ModelErrorKind, ModelInfo, ModelRequest, ModelStream,
+    RetryNotice,
 };
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
@@ -19,6 +20,7 @@ use crate::body::{decode_body, excerpt};
 use crate::config::{OpenAiConfig, OpenAiConfigError, validate};
 use crate::decode::error_from;
 use crate::encode::encode_request;
+use crate::words;
 
 /// The OpenAI-compatible model.
 #[derive(Clone)]
@@ -32,6 +34,9 @@ struct Inner {
     client: reqwest::Client,
     headers: HeaderMap,
     info: ModelInfo,
+    /// Where retry notices go: the scope of the plugin that provides the model (weak: the
+    /// scope holds the model, not the other way round).
+    notices: parking_lot::Mutex<Option<dsh_kernel::WeakScope>>,
 }
 
 impl std::fmt::Debug for OpenAiModel {
@@ -96,8 +101,14 @@ impl OpenAiModel {
                 client,
                 headers,
                 info,
+                notices: parking_lot::Mutex::new(None),
             }),
         })
+    }
+
+    /// Sends retry notices to `scope`'s event bus from now on (the plugin does this at apply).
+    pub fn notify_on(&self, scope: &dsh_kernel::Scope) {
+        *self.inner.notices.lock() = Some(scope.downgrade());
     }
 }
 
@@ -192,6 +203,15 @@ fn with_idle_timeout(
 }
 
 impl Inner {
+    /// Emits `notice` where [`OpenAiModel::notify_on`] said; listeners are contained by the
+    /// kernel and run synchronously, so they must be quick (a status line is).
+    fn notify(&self, notice: RetryNotice) {
+        let scope = self.notices.lock().as_ref().and_then(|weak| weak.upgrade());
+        if let Some(scope) = scope {
+            scope.emit(notice);
+        }
+    }
+
     /// `error` with the API key (and `Bearer <key>`) replaced wherever the server echoed it.
     fn scrub(&self, mut error: ModelError) -> ModelError {
         if let Some(key) = &self.config.api_key
@@ -212,7 +232,7 @@ impl Inner {
         body: Bytes,
         cancel: &CancellationToken,
     ) -> Result<ModelStream, Attempt> {
-        let host = self.url.host_str().unwrap_or("").to_owned();
+        let host = words::endpoint(&self.url);
         let send = self
             .client
             .post(self.url.clone())
@@ -235,7 +255,7 @@ impl Inner {
             }
             Ok(Err(e)) => {
                 return Err(Attempt {
-                    error: transport(format!("cannot reach {host}: {}", e.without_url())),
+                    error: transport(words::unreachable(&host, &e.without_url())),
                     retry: true,
                 });
             }
@@ -319,7 +339,7 @@ impl Inner {
             .unwrap_or(message);
             let error = ModelError {
                 kind,
-                message,
+                message: words::answered(&host, status, &message),
                 status: Some(status),
                 retry_after: after,
                 request_id,
@@ -423,6 +443,7 @@ impl Model for OpenAiModel {
         let inner = self.inner.clone();
         Box::pin(async move {
             request.validate()?;
+            let request_session = request.session_id.clone();
             let mut body = encode_request(
                 &inner.config.model,
                 &request,
@@ -460,15 +481,27 @@ impl Model for OpenAiModel {
                     None
                 };
                 let Some(delay) = delay else {
-                    return Err(failed.error);
+                    let mut error = failed.error;
+                    if attempt > 1 {
+                        error.message =
+                            format!("{} (gave up after {attempt} attempts)", error.message);
+                    }
+                    return Err(error);
                 };
-                tracing::warn!(
+                tracing::debug!(
                     attempt,
                     max = inner.config.retry.max_retries,
                     delay_ms = delay.as_millis() as u64,
                     "model request failed ({}); retrying",
                     failed.error
                 );
+                inner.notify(RetryNotice {
+                    session_id: request_session.clone(),
+                    reason: words::retry_reason(&failed.error),
+                    retry: attempt,
+                    max_retries: inner.config.retry.max_retries,
+                    delay,
+                });
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
                     _ = cancel.cancelled() => return Err(ModelError::cancelled()),

@@ -42,6 +42,7 @@ impl Plugin for OpenAiPlugin {
     }
 
     async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
+        self.model.notify_on(scope);
         scope.provide::<dyn Model>(Arc::new(self.model.clone()) as Arc<dyn Model>)?;
         Ok(())
     }

@@ -23,6 +23,7 @@
 
 mod checker;
 mod error;
+mod notice;
 mod outcome;
 mod types;
 mod validate;
@@ -33,6 +34,7 @@ pub use tokio_util::sync::CancellationToken;
 
 pub use checker::{ContractRule, ContractViolation, StreamChecker};
 pub use error::{ModelError, ModelErrorKind};
+pub use notice::RetryNotice;
 pub use outcome::StepOutcome;
 pub use types::{
     FinishReason, Message, ModelEvent, ModelInfo, ModelParams, ModelRequest, ReasoningEffort,

@@ -232,6 +232,11 @@ impl MockModelServer {
         format!("http://{}", self.addr)
     }
 
+    /// `127.0.0.1:<port>`, as dsh names the server in its errors.
+    pub fn authority(&self) -> String {
+        self.addr.to_string()
+    }
+
     /// How many connections were accepted so far.
     pub fn connections(&self) -> usize {
         self.shared

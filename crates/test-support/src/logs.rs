@@ -25,11 +25,13 @@ impl Write for Captured {
     }
 }
 
-/// Installs a thread-local subscriber writing into the returned buffer until the guard drops.
+/// Installs a thread-local subscriber writing into the returned buffer until the guard drops;
+/// every level is captured, so a secret logged at `debug` or `trace` is caught too.
 pub fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
         .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();

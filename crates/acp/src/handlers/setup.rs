@@ -20,6 +20,9 @@ use crate::system_prompt::caller_prompt;
 
 /// `session/new`.
 pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionRequest) {
+    if let Some(guidance) = &conn.config.auth_required {
+        return reply.send(Err(RpcError::auth_required(guidance)));
+    }
     let NewSessionRequest {
         cwd,
         additional_directories,
@@ -123,6 +126,9 @@ fn normalise(path: &Path) -> PathBuf {
 
 /// `session/load`.
 pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionRequest) {
+    if let Some(guidance) = &conn.config.auth_required {
+        return reply.send(Err(RpcError::auth_required(guidance)));
+    }
     let LoadSessionRequest {
         cwd,
         additional_directories,

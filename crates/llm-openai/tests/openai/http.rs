@@ -136,8 +136,20 @@ async fn statuses_map_to_kinds_and_only_retryable_ones_are_retried() {
             "{status} {body}"
         );
         assert_eq!(err.request_id.as_deref(), Some("req-7"));
+        assert!(
+            err.message
+                .starts_with(&format!("{} answered HTTP {status} ", server.authority())),
+            "{err}"
+        );
         if body.contains("described") {
-            assert_eq!(err.message, "described");
+            assert!(err.message.contains(": described"), "{err}");
+        }
+        if attempts > 1 {
+            assert!(
+                err.message
+                    .ends_with(&format!("(gave up after {attempts} attempts)")),
+                "{err}"
+            );
         }
         assert_eq!(server.requests().len(), attempts, "{status}: attempts");
         server.verify();
@@ -483,7 +495,11 @@ async fn content_types_compare_case_insensitively_and_an_html_error_page_is_exce
         .await
         .err()
         .unwrap();
-    assert_eq!(err.message, "an HTML error page: 502 Bad Gateway");
+    assert!(
+        err.message
+            .ends_with("answered HTTP 400 Bad Request: an HTML error page: 502 Bad Gateway"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -558,4 +574,62 @@ async fn stream_options_can_be_turned_off_for_a_server_that_refuses_them() {
     assert_eq!(requests[0].json()["stream_options"]["include_usage"], true);
     assert!(requests[1].json().get("stream_options").is_none());
     assert_eq!(requests[1].json()["stream"], true);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_named_with_its_host_and_port() {
+    // A port that was free a moment ago: nothing listens there now.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut config = OpenAiConfig::deepseek(Some(ApiKey::new(KEY)));
+    config.base_url = format!("http://{addr}/v1");
+    config.retry.max_retries = 0;
+    let model = OpenAiModel::new(config).unwrap();
+    let err = model
+        .stream(request(), CancellationToken::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.kind, ModelErrorKind::Transport);
+    assert_eq!(err.message, format!("connection refused by {addr}"));
+}
+
+#[tokio::test]
+async fn each_retry_is_announced_on_the_plugin_s_event_bus() {
+    let server = MockModelServer::start(vec![
+        MockResponse::status(429).body(r#"{"error":{"message":"slow down"}}"#),
+        MockResponse::status(503).body("busy"),
+        MockResponse::text("ok"),
+    ])
+    .await;
+    let runtime = dsh_kernel::Runtime::new();
+    let model = OpenAiModel::new(config(&server)).unwrap();
+    runtime
+        .load(dsh_llm_openai::OpenAiPlugin::from_model(model.clone()))
+        .await
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    runtime
+        .scope()
+        .on(move |n: &dsh_llm::RetryNotice| sink.lock().unwrap().push(n.clone()))
+        .unwrap();
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert!(items.iter().all(Result::is_ok));
+    let seen = seen.lock().unwrap().clone();
+    let lines: Vec<(String, u32, u32)> = seen
+        .iter()
+        .map(|n| (n.reason.clone(), n.retry, n.max_retries))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("server busy (HTTP 429)".to_owned(), 1, 2),
+            ("server error (HTTP 503)".to_owned(), 2, 2)
+        ]
+    );
+    assert_eq!(seen[0].session_id, request().session_id);
+    runtime.shutdown().await;
 }
