@@ -193,3 +193,24 @@ test("errors reach the client as RequestError with their codes", async () => {
   });
   await finish(proc);
 });
+
+test("a client's system prompt is advertised and accepted", async () => {
+  const box = sandbox([{ stream: [{ text: "ok" }], finish: "stop" }]);
+  const proc = start(box, ["--permission", "allow"]);
+  const { app } = peer();
+  await app.connectWith(proc.stream, async (ctx) => {
+    const init = await handshake(ctx);
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities.systemPrompt, { mode: { override: {} } });
+    const { sessionId } = await ctx.request(methods.agent.session.new, {
+      cwd: box.work,
+      mcpServers: [],
+      systemPrompt: { mode: "append", content: [{ type: "text", text: "Answer in French." }] },
+    });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "hi" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+  });
+  await finish(proc);
+});
