@@ -97,4 +97,22 @@ impl Terminal {
         }
         (status.exit_code(), self.seen)
     }
+
+    /// As [`Terminal::exit_code`], failing the test when dsh has not exited within `bound`:
+    /// for promises such as "a second Ctrl-C quits at once".
+    pub fn exit_within(mut self, bound: Duration) -> (u32, String) {
+        let (tx, rx) = mpsc::channel();
+        let mut child = self.child;
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = rx
+            .recv_timeout(bound)
+            .unwrap_or_else(|_| panic!("dsh did not exit within {bound:?}; saw:\n{}", self.seen))
+            .unwrap();
+        while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        (status.exit_code(), self.seen)
+    }
 }

@@ -142,3 +142,51 @@ fn a_turn_on_the_terminal_reads_as_a_person_sees_it() {
         insta::assert_snapshot!(seen.replace("\r\n", "\n"));
     });
 }
+
+#[tokio::test]
+async fn a_second_ctrl_c_quits_at_once_even_when_the_command_ignores_sigterm() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let script = sandbox.script(
+        "stubborn",
+        serde_json::json!([{"stream": [{"tool_call": {"name": "bash",
+            "arguments": {"command": format!("trap '' TERM INT; sleep 1000.{m}")}}}]}]),
+    );
+    let mut term = Terminal::run(&sandbox, &["run", "--replay", &script, "go"]);
+    term.expect("$ trap");
+    eventually("the tool runs", || sleepers(&m) == 1).await;
+    term.type_keys(b"\x03");
+    term.expect("Ctrl-C again to quit now");
+    term.type_keys(b"\x03");
+    // The group ignores SIGTERM, so only the forced path (SIGKILL at once) meets this bound;
+    // the graceful one waits out a 2 s grace.
+    let (code, seen) = term.exit_within(std::time::Duration::from_millis(1000));
+    assert_eq!(code, 130, "{seen}");
+    all_gone(&m).await;
+}
+
+#[tokio::test]
+async fn the_end_of_a_run_names_the_background_tasks_it_stops() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let script = sandbox.script(
+        "server",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments":
+                {"command": format!("sleep 1000.{m}"), "run_in_background": true}}}]},
+            {"stream": [{"text": "started it"}], "finish": "stop"}
+        ]),
+    );
+    let term = Terminal::run(&sandbox, &["run", "--replay", &script, "go"]);
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+    let notice = seen
+        .find("dsh · stopped background task sh-")
+        .unwrap_or_else(|| panic!("{seen}"));
+    assert!(
+        seen[notice..].contains(&format!("(sleep 1000.{m})")),
+        "{seen}"
+    );
+    assert!(notice < seen.find("dsh · completed").unwrap(), "{seen}");
+    all_gone(&m).await;
+}

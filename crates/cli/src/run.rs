@@ -5,6 +5,7 @@
 //! after composition ends in `Runtime::shutdown`, so the log is closed however the turn ends.
 
 use dsh_llm::RetryNotice;
+use dsh_shell::{ShellExecutor, TaskState};
 use dsh_tools::safe_text::SafeText;
 use std::sync::Arc;
 use std::time::Duration;
@@ -369,10 +370,21 @@ async fn turn(
         }
     };
     if let Some(status) = forced {
+        announce_stopped_tasks(runtime, &id);
         force_teardown(runtime, &handle).await;
         return status;
     }
-    handle.dispose().await;
+    announce_stopped_tasks(runtime, &id);
+    // Teardown waits out the grace of a command that ignores SIGTERM; a Ctrl-C (or SIGTERM,
+    // SIGHUP) meanwhile ends it at once.
+    let quit = tokio::select! {
+        () = handle.dispose() => None,
+        quit = signals.next() => Some(quit),
+    };
+    if let Some(quit) = quit {
+        force_teardown(runtime, &handle).await;
+        return quit.status();
+    }
     let Some(outcome) = outcome else {
         return 1;
     };
@@ -392,6 +404,30 @@ async fn turn(
         return exit::STDOUT_CLOSED;
     }
     exit::for_outcome(&outcome)
+}
+
+/// Says which of the session's background tasks the end of the run stops: they die with dsh,
+/// and a server the user expected to keep must not vanish silently.
+fn announce_stopped_tasks(runtime: &Runtime, id: &SessionId) {
+    let Ok(executor) = runtime.scope().require::<dyn ShellExecutor>() else {
+        return;
+    };
+    for task in executor.list() {
+        let running = matches!(task.state, TaskState::Running);
+        if task.background && running && executor.owner_of(task.id).as_deref() == Some(id.as_str())
+        {
+            let command = task.command.lines().next().unwrap_or_default();
+            let mut shown: String = command.chars().take(60).collect();
+            if shown.len() < command.len() || task.command.lines().nth(1).is_some() {
+                shown.push('…');
+            }
+            eprintln!(
+                "dsh · stopped background task {} ({})",
+                task.id,
+                SafeText::plain(&shown)
+            );
+        }
+    }
 }
 
 /// Kills every tool process group at once, then disposes with a bound.
