@@ -34,6 +34,7 @@ mod driver;
 mod history;
 mod inbox;
 mod kinds;
+mod progress;
 mod registry;
 mod repair;
 mod shared;

@@ -17,6 +17,7 @@ use futures::stream::FuturesUnordered;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::progress::CallProgress;
 use crate::trace::elapsed_ms;
 use crate::writer::Writer;
 
@@ -45,6 +46,8 @@ struct Slot {
     call_seq: Option<u64>,
     result: Option<Outcome>,
     handle: Option<TaskHandle<()>>,
+    /// The running body's progress, flushed before its result.
+    progress: Option<Arc<CallProgress>>,
 }
 
 struct Outcome {
@@ -95,6 +98,7 @@ pub(crate) async fn run_tools(
                 call_seq: None,
                 result: None,
                 handle: None,
+                progress: None,
             })
             .collect(),
         appended: 0,
@@ -268,6 +272,19 @@ impl Phase<'_, '_> {
             self.token.clone(),
         )
         .with_call(self.slots[index].call.id.clone(), self.turn, self.step);
+        let progress = CallProgress::new(
+            agent.session.clone(),
+            agent.shared.kinds.progress.clone(),
+            self.turn,
+            self.step,
+            self.slots[index].call.id.clone(),
+        );
+        let cx = if agent.scope.spawn(progress.clone().pump()).is_ok() {
+            self.slots[index].progress = Some(progress.clone());
+            cx.with_progress(progress.sink())
+        } else {
+            cx
+        };
         let (tx, rx) = oneshot::channel::<BodyResult>();
         let body = tool.call(args, cx);
         let call = &self.slots[index].call;
@@ -381,6 +398,9 @@ impl Phase<'_, '_> {
     }
 
     fn finish(&mut self, index: usize, outcome: Outcome) {
+        if let Some(progress) = self.slots[index].progress.take() {
+            progress.finish();
+        }
         self.slots[index].result = Some(outcome);
         self.append_ready();
     }

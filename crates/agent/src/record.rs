@@ -165,6 +165,35 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+/// The kind of [`ToolProgressRecord`], an ephemeral notice (never in the log).
+pub const TOOL_PROGRESS: &str = "tool/progress";
+
+/// `tool/progress`: output a running call produced, for the people watching. Ephemeral
+/// ([`dsh_session::Ephemeral`]): observers get it in order with the events — every piece of
+/// a call before its `tool/result` — and the log never holds it; the result holds what the
+/// model sees.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolProgressRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// The model's id of the call.
+    pub call_id: String,
+    /// The text produced since the last piece (pieces may be coalesced).
+    pub output: String,
+}
+
+impl ToolProgressRecord {
+    /// `note` read as tool progress, when it is some.
+    pub fn decode(note: &dsh_session::Ephemeral) -> Option<ToolProgressRecord> {
+        if note.kind.as_str() != TOOL_PROGRESS {
+            return None;
+        }
+        serde_json::from_str(note.data.get()).ok()
+    }
+}
+
 /// One event of a session log, as the agent vocabulary reads it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {

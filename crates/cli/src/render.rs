@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{
-    AssistantChunkRecord, AssistantMessageRecord, Chunk, Record, ToolResultRecord,
+    AssistantChunkRecord, AssistantMessageRecord, Chunk, Record, ToolProgressRecord,
+    ToolResultRecord,
 };
-use dsh_session::{Session, SessionEvent, SessionObserver};
+use dsh_session::{Ephemeral, Session, SessionEvent, SessionObserver};
 use dsh_tools::safe_text::SafeText;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -44,7 +45,22 @@ struct State {
     /// each stream has its own filter.
     text: SafeText,
     reasoning: SafeText,
+    /// Calls whose output is being shown as it arrives.
+    live: HashMap<String, LiveCall>,
 }
+
+/// A running call whose output is on the screen.
+struct LiveCall {
+    filter: SafeText,
+    shown: usize,
+    /// The live view stopped at [`LIVE_LIMIT`]; the result is shown whole at the end.
+    cut: bool,
+    ends_line: bool,
+}
+
+/// How much of one call's output is shown while it runs; the result (its head and tail) is
+/// shown when it ends if the command printed more.
+const LIVE_LIMIT: usize = 64 * 1024;
 
 impl Default for State {
     fn default() -> State {
@@ -58,6 +74,7 @@ impl Default for State {
             at_line_start: true,
             text: SafeText::new(false),
             reasoning: SafeText::new(false),
+            live: HashMap::new(),
         }
     }
 }
@@ -228,7 +245,23 @@ impl Renderer {
             }
             Record::ToolResult(result) => {
                 let started = state.calls.remove(&result.call_id).map(|(time, _)| time);
-                let text = tool_result_text(&result, started.map(|t| event.time - t));
+                let live = state.live.remove(&result.call_id);
+                let mut text = String::new();
+                let shown_live = match live {
+                    Some(mut live) => {
+                        text.push_str(&live.filter.finish());
+                        if !live.ends_line {
+                            text.push('\n');
+                        }
+                        !live.cut
+                    }
+                    None => false,
+                };
+                text.push_str(&tool_result_text(
+                    &result,
+                    started.map(|t| event.time - t),
+                    shown_live,
+                ));
                 let text = if color {
                     SafeText::coloured(&text)
                 } else {
@@ -265,6 +298,41 @@ impl Renderer {
             | Record::Instructions(_)
             | Record::Other => {}
         }
+    }
+
+    /// Shows a running call's output as it arrives (human views only: `--json` reports the
+    /// result, which is what the model sees).
+    fn progress(&self, piece: ToolProgressRecord) {
+        let View::Human { color, .. } = self.view else {
+            return;
+        };
+        let mut state = self.state.lock();
+        let live = state.live.entry(piece.call_id).or_insert_with(|| LiveCall {
+            filter: SafeText::new(color),
+            shown: 0,
+            cut: false,
+            ends_line: true,
+        });
+        if live.cut {
+            return;
+        }
+        let mut text = live.filter.push(piece.output.as_bytes());
+        if live.shown + text.len() > LIVE_LIMIT {
+            let mut keep = LIVE_LIMIT.saturating_sub(live.shown);
+            while !text.is_char_boundary(keep) {
+                keep -= 1;
+            }
+            text.truncate(keep);
+            text.push_str(&live.filter.finish());
+            text.push_str("\n[… more output; shown when the command ends …]\n");
+            live.cut = true;
+        }
+        live.shown += text.len();
+        if !text.is_empty() {
+            live.ends_line = text.ends_with('\n');
+        }
+        drop(state);
+        self.side(text.as_bytes());
     }
 
     /// Renders one stored event, as the live observer would have.
@@ -353,11 +421,26 @@ fn count_usage(state: &mut State, answer: &AssistantMessageRecord) {
 
 /// A result as shown under its `$ command` line: the output without the tool's own status
 /// line (when it has structured metadata), then `[exit N · S s]`, `[killed]` or `[error: …]`.
-fn tool_result_text(result: &ToolResultRecord, elapsed_ms: Option<i64>) -> String {
+fn tool_result_text(
+    result: &ToolResultRecord,
+    elapsed_ms: Option<i64>,
+    shown_live: bool,
+) -> String {
     let content = result.content.as_str();
     let meta = result.meta.as_ref().filter(|m| m.is_object());
     if result.is_error {
         let message = content.lines().last().unwrap_or(content);
+        // A tool's own bracketed ending (`[cancelled by the user after 5.2 s; …]`) is shown
+        // as it is, after the output it ends when that was not on the screen already.
+        if message.starts_with('[') && message.ends_with(']') {
+            let mut text = String::new();
+            if !shown_live && content.len() > message.len() {
+                text.push_str(&content[..content.len() - message.len()]);
+            }
+            text.push_str(message);
+            text.push('\n');
+            return text;
+        }
         return format!("[error: {message}]\n");
     }
     let Some(meta) = meta else {
@@ -378,7 +461,7 @@ fn tool_result_text(result: &ToolResultRecord, elapsed_ms: Option<i64>) -> Strin
         _ => content,
     };
     let mut text = String::new();
-    if body != "(no output)" {
+    if body != "(no output)" && !shown_live {
         text.push_str(body);
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
@@ -401,6 +484,12 @@ impl SessionObserver for Renderer {
 
     fn on_append(&self, _session: &Session, event: &Arc<SessionEvent>) {
         self.replay(event);
+    }
+
+    fn on_ephemeral(&self, _session: &Session, note: &Ephemeral) {
+        if let Some(piece) = ToolProgressRecord::decode(note) {
+            self.progress(piece);
+        }
     }
 }
 

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod bridge;
+mod ephemeral;
 mod error;
 mod event;
 pub mod failure_code;
@@ -41,6 +42,7 @@ mod store;
 mod vocabulary;
 
 pub use bridge::{PersistenceBridge, PersistenceFailed};
+pub use ephemeral::Ephemeral;
 pub use error::SessionError;
 pub use event::{EnvelopeError, EventType, MAX_EVENT_BYTES, SessionEvent, valid_type};
 pub use header::{SESSION_FORMAT_VERSION, SessionHeader, normalize_cwd};

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use dsh_kernel::{BoxError, CowList};
 
+use crate::ephemeral::Ephemeral;
 use crate::event::SessionEvent;
 use crate::id::SessionId;
 use crate::session::Session;
@@ -57,6 +58,13 @@ pub trait SessionObserver: Send + Sync + 'static {
     /// do I/O, and must not append (that fails with `ReentrantAppend`). Panics are contained.
     fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
         let _ = (session, event);
+    }
+
+    /// An [`Ephemeral`] notice: called as `on_append` is (under the publication lock, in order
+    /// with the events), so the same rules hold, and it must be cheaper still: a publisher
+    /// such as a running command's output never waits for an observer.
+    fn on_ephemeral(&self, session: &Session, note: &Ephemeral) {
+        let _ = (session, note);
     }
 
     /// `session/flush`: make everything appended so far durable. An `Err` fails the flush.

@@ -11,11 +11,13 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
 
+use crate::ephemeral::Ephemeral;
 use crate::error::SessionError;
 use crate::event::{EventType, MAX_EVENT_BYTES, SessionEvent};
 use crate::header::SessionHeader;
 use crate::id::SessionId;
 use crate::observer::Observers;
+use crate::observer::SessionObserver;
 use crate::persistence::StoreRevision;
 use crate::vocabulary::{EventClass, EventVocabulary};
 
@@ -216,12 +218,55 @@ impl Session {
         Ok(event)
     }
 
+    /// Tells the live session's observers `data` as an ephemeral `kind`, in order with its
+    /// events, without storing it. Nothing is told before the session is announced or after it
+    /// is detached (`Ok(false)`); a reentrant call, from an observer, is refused as an append
+    /// would be.
+    pub fn notify<T: Serialize + ?Sized>(
+        &self,
+        kind: &EventType,
+        data: &T,
+    ) -> Result<bool, SessionError> {
+        let data =
+            serde_json::value::to_raw_value(data).map_err(|e| SessionError::InvalidData {
+                kind: kind.to_string(),
+                reason: e.to_string(),
+            })?;
+        if IN_ON_APPEND.get() {
+            return Err(SessionError::ReentrantAppend {
+                id: self.id().clone(),
+            });
+        }
+        let log = self.inner.log.lock();
+        if log.state == SessionState::Detached || log.published_from.is_none() {
+            return Ok(false);
+        }
+        let note = Ephemeral {
+            kind: kind.clone(),
+            before_seq: log.events.len() as u64,
+            data: data.into(),
+        };
+        self.each_observer(note.kind.as_str(), |observer| {
+            observer.on_ephemeral(self, &note);
+        });
+        drop(log);
+        Ok(true)
+    }
+
     /// Delivers `event` to every interested observer; called with the publication lock held.
     fn publish(&self, event: &Arc<SessionEvent>) {
+        self.each_observer(event.kind.as_str(), |observer| {
+            observer.on_append(self, event)
+        });
+    }
+
+    /// Calls `deliver` for every interested observer with appends refused and panics
+    /// contained; called with the publication lock held.
+    fn each_observer(&self, what: &str, deliver: impl Fn(&dyn SessionObserver)) {
         self.inner.observers.each_interested(self.id(), |sub| {
             IN_ON_APPEND.set(true);
             let outcome = contain::call(|| {
-                sub.observer.on_append(self, event);
+                deliver(&*sub.observer);
                 Ok(())
             });
             IN_ON_APPEND.set(false);
@@ -229,8 +274,8 @@ impl Session {
                 tracing::warn!(
                     session = %self.id(),
                     observer = sub.observer.name(),
-                    seq = event.seq,
-                    "session/event observer {failure}"
+                    event = what,
+                    "session observer {failure}"
                 );
             }
         });

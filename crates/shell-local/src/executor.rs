@@ -123,7 +123,11 @@ impl LocalShellExecutor {
 
     /// Reserves, checks, spawns and registers one task; no await, so a dropped caller cannot
     /// leave a process behind.
-    pub(crate) fn launch(&self, spec: ShellExecSpec) -> Result<Arc<Task>, ShellError> {
+    pub(crate) fn launch(
+        &self,
+        spec: ShellExecSpec,
+        sink: Option<dsh_shell::OutputSink>,
+    ) -> Result<Arc<Task>, ShellError> {
         let inner = &self.inner;
         if inner.lock().disposing {
             return Err(ShellError::Disposed);
@@ -161,6 +165,7 @@ impl LocalShellExecutor {
             done: watch::Sender::new(None),
             terminate: Notify::new(),
             settled: CancellationToken::new(),
+            sink: sink.map(crate::task::Sink),
         });
         let disposing = {
             let mut table = inner.lock();

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use dsh_shell::{
-    EndCause, ExitInfo, KillCause, OutputChunk, RunOutput, ShellError, ShellExecRequest,
-    ShellExecSpec, ShellExecutor, TaskDoneListener, TaskDoneSubscription, TaskId, TaskInfo,
+    EndCause, ExitInfo, KillCause, OutputChunk, OutputSink, RunOutput, ShellError,
+    ShellExecRequest, ShellExecSpec, ShellExecutor, TaskDoneListener, TaskDoneSubscription, TaskId,
+    TaskInfo,
 };
 
 use crate::executor::{Inner, LocalShellExecutor};
@@ -40,18 +41,18 @@ impl Drop for Abandon {
     }
 }
 
-#[async_trait]
-impl ShellExecutor for LocalShellExecutor {
-    fn resolve(&self, request: ShellExecRequest) -> Result<ShellExecSpec, ShellError> {
-        dsh_shell::resolve(request, &self.inner.limits)
-    }
-
-    async fn run(&self, spec: ShellExecSpec) -> Result<RunOutput, ShellError> {
+impl LocalShellExecutor {
+    /// A foreground run, its output handed to `sink` as it is read when there is one.
+    async fn foreground(
+        &self,
+        spec: ShellExecSpec,
+        sink: Option<OutputSink>,
+    ) -> Result<RunOutput, ShellError> {
         if spec.background {
             return Err(ShellError::ModeMismatch { background: true });
         }
         spec.check()?;
-        let task = self.launch(spec)?;
+        let task = self.launch(spec, sink)?;
         let mut abandon = Abandon {
             task: task.clone(),
             inner: self.inner.clone(),
@@ -68,13 +69,32 @@ impl ShellExecutor for LocalShellExecutor {
             tail_start,
         })
     }
+}
+
+#[async_trait]
+impl ShellExecutor for LocalShellExecutor {
+    fn resolve(&self, request: ShellExecRequest) -> Result<ShellExecSpec, ShellError> {
+        dsh_shell::resolve(request, &self.inner.limits)
+    }
+
+    async fn run(&self, spec: ShellExecSpec) -> Result<RunOutput, ShellError> {
+        self.foreground(spec, None).await
+    }
+
+    async fn run_streaming(
+        &self,
+        spec: ShellExecSpec,
+        sink: OutputSink,
+    ) -> Result<RunOutput, ShellError> {
+        self.foreground(spec, Some(sink)).await
+    }
 
     async fn start(&self, spec: ShellExecSpec) -> Result<TaskId, ShellError> {
         if !spec.background {
             return Err(ShellError::ModeMismatch { background: false });
         }
         spec.check()?;
-        Ok(self.launch(spec)?.id)
+        Ok(self.launch(spec, None)?.id)
     }
 
     async fn read_output(

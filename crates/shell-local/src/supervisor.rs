@@ -92,6 +92,14 @@ impl Reader {
         if new_path.is_some() {
             output.spill_file = new_path;
         }
+        drop(state);
+        if let Some(crate::task::Sink(sink)) = &task.sink {
+            // Outside the task's lock: a reader of the task never waits for the sink.
+            let _ = dsh_kernel::contain::call(|| {
+                sink(data);
+                Ok(())
+            });
+        }
     }
 }
 

@@ -31,6 +31,17 @@ pub(crate) struct Task {
     pub terminate: Notify,
     /// Cancelled when the supervisor has ended, stragglers and escapees included.
     pub settled: CancellationToken,
+    /// Where a streaming run's output goes as it is read.
+    pub sink: Option<Sink>,
+}
+
+/// A streaming run's sink.
+pub(crate) struct Sink(pub dsh_shell::OutputSink);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
 }
 
 #[derive(Debug)]

@@ -11,6 +11,10 @@ use crate::request::{ShellExecRequest, ShellExecSpec};
 /// not hold an `Arc` to it, which would form a cycle). Must not block; a panic is contained.
 pub type TaskDoneListener = Box<dyn Fn(&dyn ShellExecutor, &TaskDone) + Send + Sync>;
 
+/// Receives a foreground command's output as it is read: see
+/// [`ShellExecutor::run_streaming`].
+pub type OutputSink = std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>;
+
 /// A completion subscription; dropping it unsubscribes before `drop` returns.
 #[must_use = "dropping the subscription unsubscribes at once"]
 pub struct TaskDoneSubscription {
@@ -50,6 +54,18 @@ pub trait ShellExecutor: Send + Sync + 'static {
     /// Runs a foreground spec to its end. Cancel-safe: dropping the future kills the task's
     /// group with `Killed(Cancelled)`.
     async fn run(&self, spec: ShellExecSpec) -> Result<RunOutput, ShellError>;
+
+    /// As [`run`](Self::run), handing each piece of the merged output to `sink` as it is
+    /// read (before the run ends), in order, on the executor's reader. `sink` must return at
+    /// once. An executor that cannot stream runs without calling it: the result is the same.
+    async fn run_streaming(
+        &self,
+        spec: ShellExecSpec,
+        sink: OutputSink,
+    ) -> Result<RunOutput, ShellError> {
+        let _ = sink;
+        self.run(spec).await
+    }
 
     /// Starts a background spec and returns its id.
     async fn start(&self, spec: ShellExecSpec) -> Result<TaskId, ShellError>;

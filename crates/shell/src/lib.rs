@@ -30,7 +30,7 @@ mod request;
 pub mod text;
 
 pub use error::ShellError;
-pub use executor::{ShellExecutor, TaskDoneListener, TaskDoneSubscription};
+pub use executor::{OutputSink, ShellExecutor, TaskDoneListener, TaskDoneSubscription};
 pub use id::{TaskId, TaskIdError};
 pub use outcome::{
     EndCause, ExitInfo, KillCause, OutputChunk, OutputStats, RunOutput, SignalInfo, Spill,

@@ -13,6 +13,13 @@ pub fn write(path: impl AsRef<Path>, bytes: impl AsRef<[u8]>) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Makes a named pipe at `path`: a command that reads it blocks until the test writes, so a
+/// test can hold a command at a point without sleeping.
+pub fn fifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
 /// Runs `git <args>` in `dir` with a fixed identity; panics with git's output on failure.
 pub fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")

@@ -1,6 +1,7 @@
 //! The `bash` tool: foreground runs raced against the call's cancellation, background starts
 //! released when their owning agent is disposed.
 
+use crate::live::Live;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -193,9 +194,15 @@ async fn foreground(
     cx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let in_flight = InFlight::register(cx, &executor);
+    // What the command prints is shown as it arrives, and kept: a cancelled call still tells
+    // the model what had been printed.
+    let live = Live::new(shared.config.head_bytes, shared.config.tail_bytes);
+    let run = executor.run_streaming(spec, live.sink(cx));
     let out = tokio::select! {
-        out = executor.run(spec) => out,
-        () = cx.cancellation().cancelled() => return Err(errors::cancelled()),
+        out = run => out,
+        () = cx.cancellation().cancelled() => {
+            return Err(ToolError::new(errors::CANCELLED, live.cancelled()));
+        }
     };
     in_flight.done();
     let out = out.map_err(errors::start_error)?;

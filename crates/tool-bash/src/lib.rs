@@ -23,6 +23,7 @@ mod args;
 mod bash;
 mod config;
 mod errors;
+mod live;
 mod notice;
 mod output_tool;
 mod plugin;

@@ -1,13 +1,20 @@
 //! What a tool body knows about the call it serves.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use dsh_kernel::{CancellationToken, Scope};
 use dsh_session::SessionId;
 
+/// Where a running call's progress goes: text as it is produced (a command's output), shown
+/// live to the people watching and never stored. It must return at once — it buffers, and
+/// whoever drains the buffer may coalesce or drop what a slow watcher cannot take — so a
+/// tool never waits for its audience.
+pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// The context of one tool call. Built by the agent loop; tool crates build one with
 /// [`ToolContext::for_caller`] to test their tools as a chosen caller.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ToolContext {
     caller_id: Option<SessionId>,
     caller_scope: Option<Scope>,
@@ -15,6 +22,19 @@ pub struct ToolContext {
     cancellation: CancellationToken,
     call_id: String,
     position: Option<(u32, u32)>,
+    progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("caller_id", &self.caller_id)
+            .field("session_cwd", &self.session_cwd)
+            .field("call_id", &self.call_id)
+            .field("position", &self.position)
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {
@@ -27,6 +47,7 @@ impl ToolContext {
             cancellation,
             call_id: call_id.into(),
             position: None,
+            progress: None,
         }
     }
 
@@ -44,6 +65,7 @@ impl ToolContext {
             cancellation,
             call_id: String::new(),
             position: None,
+            progress: None,
         }
     }
 
@@ -52,6 +74,26 @@ impl ToolContext {
         self.call_id = call_id.into();
         self.position = Some((turn, step));
         self
+    }
+
+    /// The same context, reporting progress to `sink`.
+    pub fn with_progress(mut self, sink: ProgressSink) -> ToolContext {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// Reports `text` as the call's progress (nothing happens when nobody watches).
+    pub fn progress(&self, text: &str) {
+        if let Some(sink) = &self.progress
+            && !text.is_empty()
+        {
+            sink(text);
+        }
+    }
+
+    /// Whether anybody watches the call's progress (a tool may skip the work of producing it).
+    pub fn watched(&self) -> bool {
+        self.progress.is_some()
     }
 
     /// The calling agent's id: the owner token of whatever the tool starts for it.

@@ -31,7 +31,7 @@ mod tool;
 
 pub use approval::{ApprovalDecision, ApprovalGate, ApprovalRequest};
 pub use codes::is_result_code;
-pub use context::ToolContext;
+pub use context::{ProgressSink, ToolContext};
 pub use present::{TerminalExit, ToolCallView, ToolKindHint, ToolResultView};
 pub use registry::{
     StandardToolRegistry, ToolRegistry, ToolRegistryError, ToolRegistryPlugin, ToolSet,

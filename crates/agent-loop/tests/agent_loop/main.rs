@@ -10,6 +10,7 @@ mod context;
 mod edges;
 mod modules;
 mod ownership;
+mod progress;
 mod property;
 mod races;
 mod shutdown;

@@ -394,10 +394,7 @@ async fn observer_panics_are_contained() {
         assert_eq!(s.append(&kind("user/message"), &json!(i)).unwrap().seq, i);
     }
     assert_eq!(calm.seen.lock().unwrap().len(), 10);
-    let warns = logs
-        .text()
-        .matches("session/event observer panicked")
-        .count();
+    let warns = logs.text().matches("session observer panicked").count();
     assert_eq!(warns, 3, "one warn per panic (appends 3, 6 and 9)");
     let err = store.detach(&s).await.unwrap_err();
     assert!(matches!(err, SessionError::DisposeFailed { .. }), "{err}");
@@ -645,4 +642,29 @@ async fn a_session_withdrawn_while_announcing_vanishes_at_once_and_rolls_back_wh
     );
     // The id is free again.
     store.create(spec("w")).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_ephemeral_notice_reaches_observers_in_order_and_is_never_stored() {
+    let runtime = Runtime::new();
+    let store = SessionStore::new();
+    let seen = Recorder::new("seen");
+    store
+        .subscribe(runtime.scope(), Interest::All, seen.clone())
+        .unwrap();
+    let progress = kind("tool/progress");
+    let s = store.create(spec("n")).await.unwrap();
+    s.append(&kind("turn/start"), &json!({"turn": 1})).unwrap();
+    assert!(s.notify(&progress, &json!("a")).unwrap());
+    assert!(s.notify(&progress, &json!("b")).unwrap());
+    s.append(&kind("turn/end"), &json!({"turn": 1})).unwrap();
+    assert_eq!(
+        *seen.order.lock().unwrap(),
+        ["e0", "n1:\"a\"", "n1:\"b\"", "e1"]
+    );
+    assert_eq!(s.events().len(), 2, "notices are not events");
+    store.detach(&s).await.unwrap();
+    assert!(!s.notify(&progress, &json!("late")).unwrap(), "told nobody");
+    assert_eq!(seen.order.lock().unwrap().len(), 4);
+    runtime.shutdown().await;
 }

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use dsh_kernel::BoxError;
-use dsh_session::{DisposeReason, Session, SessionEvent, SessionObserver};
+use dsh_session::{DisposeReason, Ephemeral, Session, SessionEvent, SessionObserver};
 
 #[derive(Default)]
 pub struct Recorder {
@@ -18,6 +18,8 @@ pub struct Recorder {
     pub panic_every: AtomicU64,
     pub panic_disposed: AtomicBool,
     pub appends: AtomicU64,
+    /// Appends (`e<seq>`) and ephemeral notices (`n<before_seq>:<data>`), in arrival order.
+    pub order: Mutex<Vec<String>>,
 }
 
 impl Recorder {
@@ -54,7 +56,15 @@ impl SessionObserver for Recorder {
         Ok(())
     }
 
+    fn on_ephemeral(&self, _s: &Session, note: &Ephemeral) {
+        self.order
+            .lock()
+            .unwrap()
+            .push(format!("n{}:{}", note.before_seq, note.data.get()));
+    }
+
     fn on_append(&self, _s: &Session, event: &Arc<SessionEvent>) {
+        self.order.lock().unwrap().push(format!("e{}", event.seq));
         self.seen.lock().unwrap().push(event.seq);
         let n = self.appends.fetch_add(1, Ordering::SeqCst) + 1;
         let every = self.panic_every.load(Ordering::SeqCst);

@@ -201,3 +201,37 @@ async fn reads_split_inside_characters_decode_without_replacement_characters() {
     assert!(decoded.skipped_leading <= 3 && !decoded.text.contains('\u{FFFD}'));
     exec.dispose().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_run_hands_over_its_output_before_it_ends() {
+    let exec = executor();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("go");
+    dsh_test_support::tree::fifo(&fifo);
+    // The command prints a line, then blocks until the test has seen that line.
+    let command = format!("echo first; cat {}; echo last", fifo.display());
+    let spec = exec.resolve(ShellExecRequest::new(command)).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let sink: dsh_shell::OutputSink = std::sync::Arc::new(move |bytes: &[u8]| {
+        let _ = tx.send(bytes.to_vec());
+    });
+    let run = tokio::spawn({
+        let exec = exec.clone();
+        async move { exec.run_streaming(spec, sink).await }
+    });
+    let first = rx.recv().await.unwrap();
+    assert_eq!(first, b"first\n");
+    assert!(!run.is_finished(), "seen while the command still runs");
+    std::fs::write(&fifo, b"middle\n").unwrap();
+    let out = run.await.unwrap().unwrap();
+    let mut streamed = first;
+    while let Ok(piece) = rx.try_recv() {
+        streamed.extend(piece);
+    }
+    assert_eq!(streamed, b"first\nmiddle\nlast\n");
+    assert_eq!(
+        &out.tail[..],
+        b"first\nmiddle\nlast\n",
+        "the result is the same"
+    );
+}

@@ -287,17 +287,34 @@ async fn cancelling_the_call_ends_the_command_tree_and_answers_cancelled() {
     let a = rig.caller(None);
     let m = marker();
     let cancel = a.cancel.clone();
+    let (shown, mut seen) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let cx = a.cx().with_progress(std::sync::Arc::new(move |text: &str| {
+        let _ = shown.send(text.to_owned());
+    }));
     let call = rig.call(
         "bash",
-        json!({"command": format!("sleep 1000.{m} & sleep 1000.{m}; wait")}),
-        a.cx(),
+        json!({"command": format!("echo printed so far; sleep 1000.{m} & sleep 1000.{m}; wait")}),
+        cx,
     );
     let watcher = async {
+        assert_eq!(
+            seen.recv().await.as_deref(),
+            Some("printed so far\n"),
+            "shown live"
+        );
         eventually("tree up", || sleepers(&m) == 2).await;
         cancel.cancel();
     };
     let (result, ()) = tokio::join!(call, watcher);
-    assert_eq!(err(result).code, "cancelled");
+    let error = err(result);
+    assert_eq!(error.code, "cancelled");
+    assert!(
+        error
+            .message
+            .starts_with("printed so far\n[cancelled by the user after "),
+        "the output so far and what ended it: {}",
+        error.message
+    );
     all_gone(&m).await;
     eventually("forgotten", || rig.exec().list().is_empty()).await;
     rig.runtime.shutdown().await;
