@@ -1,7 +1,7 @@
 // The official ACP TypeScript client (@agentclientprotocol/sdk, pinned in package.json)
 // driving the built `dsh acp`: wire compatibility checked by code dsh did not write.
 // Run by tests/tests/acp_peer.rs with DSH_BIN set; `npm ci` installs the client first.
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
@@ -22,6 +22,11 @@ function sandbox(entries) {
   return { root, work, script };
 }
 
+// Every dsh started, so that a failed scenario (which never closes its stdin) cannot keep
+// the run alive: they are all killed once the tests are done.
+const started = [];
+after(() => started.forEach((child) => child.kill("SIGKILL")));
+
 function start(box, extra = []) {
   const child = spawn(
     BIN,
@@ -32,6 +37,7 @@ function start(box, extra = []) {
       stdio: ["pipe", "pipe", "pipe"],
     },
   );
+  started.push(child);
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
@@ -111,8 +117,9 @@ test("in ask mode an allowed bash card reaches completed", async () => {
     assert.equal(response.stopReason, "end_turn");
     assert.equal(asked.length, 1);
     assert.equal(asked[0].toolCall.title, "echo peer");
+    // The command's output may arrive while it runs, in updates that carry no status.
     const statuses = updates
-      .filter((u) => u.update.sessionUpdate === "tool_call_update")
+      .filter((u) => u.update.sessionUpdate === "tool_call_update" && u.update.status)
       .map((u) => u.update.status);
     assert.deepEqual(statuses, ["in_progress", "completed"]);
   });

@@ -5,6 +5,7 @@
 //! path is what makes the ordering promises hold: a `tool_call` precedes the permission
 //! request naming it, and a prompt's response follows every update of its turn.
 
+use dsh_agent::record::ToolProgressRecord;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,6 +54,8 @@ pub(crate) struct Grants {
 pub(crate) enum Item {
     /// An event the store published for this session.
     Event(Arc<SessionEvent>),
+    /// A running call's output, as it arrives (never stored).
+    Progress(ToolProgressRecord),
     /// The gate asks about a call: send the request, hand back its id and answer.
     Permission {
         turn: u32,
@@ -171,6 +174,10 @@ pub(crate) async fn ordered_path(
                 if reply.send(Some((id, answer))).is_err() {
                     withdraw(&parts.outgoing, &parts.out, id);
                 }
+            }
+            Item::Progress(piece) => {
+                let updates = live.progress(piece);
+                send_updates(&parts.out, &record.id, updates).await;
             }
             Item::Allowed {
                 turn,

@@ -20,7 +20,7 @@ use agent_client_protocol_schema::v1::{
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use dsh_agent::MessageSource;
-use dsh_agent::record::{Chunk, Record, ToolCallRecord, ToolResultRecord};
+use dsh_agent::record::{Chunk, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord};
 use dsh_session::SessionEvent;
 use dsh_tools::{ToolCallView, ToolRegistry, ToolResultView};
 use serde_json::{Value, json};
@@ -30,6 +30,10 @@ use parts::{
     absolute, cap, console, exit_meta, message, meta_of, parse_arguments, present_call,
     present_result, shown, thought, tool_kind,
 };
+
+/// How much output a client without cards is shown while a call runs; the result shows the
+/// rest.
+const LIVE_CONTENT_LIMIT: usize = 64 * 1024;
 
 /// Tool output placed in one update is cut here, far below the 32 MiB a client accepts per
 /// line, so a frame can never be dropped by the client for its size.
@@ -75,6 +79,11 @@ struct OpenCall {
     raw_input: Value,
     /// Announced as waiting for permission, not yet running.
     pending: bool,
+    /// Output sent while the call ran: a card got it already, so its final update must not
+    /// append it again.
+    streamed: bool,
+    /// For a client without cards: the output so far, shown as the call's content.
+    live: String,
 }
 
 /// What a permission request repeats of an announced call.
@@ -217,6 +226,38 @@ impl Renderer {
         out
     }
 
+    /// The updates for a running call's output: appended to its terminal card, or, for a
+    /// client without cards, the output so far as its content (each update replaces it).
+    pub(crate) fn progress(&mut self, piece: ToolProgressRecord) -> Vec<SessionUpdate> {
+        let Some(id) = self
+            .by_call
+            .get(&(piece.turn, piece.step, piece.call_id))
+            .and_then(|ids| ids.last().cloned())
+        else {
+            return Vec::new();
+        };
+        let Some(call) = self.open.get_mut(&id) else {
+            return Vec::new();
+        };
+        call.streamed = true;
+        let tool_call_id = ToolCallId::new(id.as_str());
+        let update = if call.card {
+            ToolCallUpdate::new(tool_call_id, ToolCallUpdateFields::new()).meta(meta_of(json!({
+                "terminal_output": {"terminal_id": id, "data": piece.output}
+            })))
+        } else {
+            if call.live.len() < LIVE_CONTENT_LIMIT {
+                call.live.push_str(&piece.output);
+            }
+            ToolCallUpdate::new(
+                tool_call_id,
+                ToolCallUpdateFields::new()
+                    .content(vec![ToolCallContent::from(console(&call.live, None, None))]),
+            )
+        };
+        vec![SessionUpdate::ToolCallUpdate(update)]
+    }
+
     /// Marks an announced call as running; true when it had been announced as waiting.
     pub(crate) fn start(&mut self, tool_call_id: &str) -> bool {
         match self.open.get_mut(tool_call_id) {
@@ -348,6 +389,8 @@ impl Renderer {
                 kind,
                 raw_input,
                 pending: status == ToolCallStatus::Pending,
+                streamed: false,
+                live: String::new(),
             },
         );
         SessionUpdate::ToolCall(announcement)
@@ -405,10 +448,14 @@ impl Renderer {
             match view {
                 Some(ToolResultView::Terminal { output, exit }) if call.card => {
                     let mut meta = exit_meta(&id, exit.exit_code, exit.signal.as_deref());
-                    meta.insert(
-                        "terminal_output".into(),
-                        json!({"terminal_id": id, "data": cap(&output)}),
-                    );
+                    // The card appends what it gets: output it was sent while the call ran is
+                    // not sent again.
+                    if !call.streamed {
+                        meta.insert(
+                            "terminal_output".into(),
+                            json!({"terminal_id": id, "data": cap(&output)}),
+                        );
+                    }
                     ToolCallUpdate::new(
                         tool_call_id,
                         ToolCallUpdateFields::new().status(ToolCallStatus::Completed),

@@ -1,5 +1,7 @@
 //! Serving one connection: the read loop, the triggers that end it, and the one teardown.
 
+use dsh_agent::record::ToolProgressRecord;
+use dsh_session::Ephemeral;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -77,6 +79,15 @@ impl SessionObserver for Watcher {
             && let Some(record) = conn.state.record(session.id().as_str())
         {
             record.push(Item::Event(event.clone()));
+        }
+    }
+
+    fn on_ephemeral(&self, session: &Session, note: &Ephemeral) {
+        if let Some(piece) = ToolProgressRecord::decode(note)
+            && let Some(conn) = self.0.upgrade()
+            && let Some(record) = conn.state.record(session.id().as_str())
+        {
+            record.push(Item::Progress(piece));
         }
     }
 }
