@@ -70,3 +70,37 @@ async fn a_cancelled_command_keeps_what_it_printed_for_the_user_and_the_model() 
     );
     assert_eq!(result["data"]["error_code"], "cancelled");
 }
+
+#[test]
+fn a_spinner_with_the_command_shows_while_it_runs_and_is_gone_after() {
+    let sandbox = Sandbox::new();
+    let fifo_path = sandbox.root.path().join("go");
+    dsh_test_support::tree::fifo(&fifo_path);
+    let command = format!("echo first line; cat {}", fifo_path.display());
+    let script = sandbox.script(
+        "spin",
+        json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": command}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let mut term = Terminal::run_with(
+        &sandbox,
+        &["run", "--replay", &script, "go"],
+        &[("TERM", "xterm-256color")],
+    );
+    term.expect("· $ echo first line; cat");
+    std::fs::write(&fifo_path, b"").unwrap();
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen:?}");
+    let last_frame = seen.rfind("· $ echo first line; cat").unwrap();
+    let status = seen.find("[exit 0 · ").unwrap();
+    assert!(
+        last_frame < status,
+        "no frame after the command ended: {seen:?}"
+    );
+    assert!(
+        seen[last_frame..status].contains("\u{1b}[2K"),
+        "cleared: {seen:?}"
+    );
+}

@@ -18,6 +18,7 @@ use dsh_agent::record::{
 };
 use dsh_session::{Ephemeral, Session, SessionEvent, SessionObserver};
 use dsh_tools::safe_text::SafeText;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -90,6 +91,9 @@ pub struct Renderer {
     /// A status line (a retry) is on the terminal, without its newline: the next output
     /// clears it first.
     status_shown: AtomicBool,
+    /// While a command runs on a terminal: a spinner with its elapsed time and the command,
+    /// drawn on stderr, gone when the command ends.
+    spinner: Mutex<Option<ProgressBar>>,
 }
 
 impl Renderer {
@@ -116,6 +120,7 @@ impl Renderer {
             stdout_closed: AtomicBool::new(false),
             closed: Notify::new(),
             status_shown: AtomicBool::new(false),
+            spinner: Mutex::new(None),
         })
     }
 
@@ -130,15 +135,24 @@ impl Renderer {
     /// elsewhere a plain line.
     pub fn notice(&self, line: &str) {
         let line = SafeText::plain(line);
+        let in_place = self.draws_in_place();
         let mut err = std::io::stderr().lock();
-        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
-        let in_place = matches!(self.view, View::Human { .. }) && err.is_terminal() && !dumb;
         if in_place {
             let _ = write!(err, "\r\x1b[2Kdsh · {line}");
             self.status_shown.store(true, Ordering::SeqCst);
         } else {
             let _ = writeln!(err, "dsh · {line}");
         }
+    }
+
+    /// Whether status lines are drawn and redrawn in place: a human view, stderr on a
+    /// terminal that is not `dumb`, and not a stored transcript.
+    fn draws_in_place(&self) -> bool {
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        matches!(self.view, View::Human { .. })
+            && !self.transcript
+            && !dumb
+            && std::io::stderr().is_terminal()
     }
 
     /// Clears a status line still on the terminal.
@@ -148,13 +162,53 @@ impl Renderer {
         }
     }
 
+    /// Starts the spinner of a running command (`command`, already safe to show).
+    fn spin(&self, command: &str) {
+        if !self.draws_in_place() {
+            return;
+        }
+        let first = command.lines().next().unwrap_or_default();
+        let mut shown: String = first.chars().take(60).collect();
+        if shown.len() < command.trim_end().len() {
+            shown.push('…');
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} · $ {msg}") {
+            bar.set_style(style);
+        }
+        bar.set_message(shown);
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        if let Some(old) = self.spinner.lock().replace(bar) {
+            old.finish_and_clear();
+        }
+    }
+
+    /// Removes a running command's spinner from the terminal.
+    pub fn stop_spinner(&self) {
+        if let Some(bar) = self.spinner.lock().take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Runs `write` with the spinner (if any) lifted off the terminal, so text never lands
+    /// inside its line.
+    fn around_spinner(&self, write: impl FnOnce()) {
+        let bar = self.spinner.lock().clone();
+        match bar {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
+    }
+
     /// Writes to stdout; a closed stdout is remembered and announced once.
     pub fn out(&self, bytes: &[u8]) {
         self.clear_status();
         if self.stdout_closed.load(Ordering::SeqCst) {
             return;
         }
-        if crate::output::write(bytes).is_err() {
+        let mut failed = false;
+        self.around_spinner(|| failed = crate::output::write(bytes).is_err());
+        if failed {
             self.stdout_closed.store(true, Ordering::SeqCst);
             self.closed.notify_one();
         }
@@ -164,7 +218,9 @@ impl Renderer {
         self.clear_status();
         match self.view {
             View::Human { split: true, .. } => {
-                let _ = std::io::stderr().lock().write_all(bytes);
+                self.around_spinner(|| {
+                    let _ = std::io::stderr().lock().write_all(bytes);
+                });
             }
             View::Human { split: false, .. } | View::Json => self.out(bytes),
         }
@@ -233,17 +289,25 @@ impl Renderer {
             }
             Record::ToolCall(call) => {
                 self.end_reasoning(&mut state, color);
-                let line = match serde_json::from_str::<Value>(&call.arguments) {
-                    Ok(args) if call.name == "bash" => format!(
-                        "$ {}\n",
-                        SafeText::plain(args["command"].as_str().unwrap_or(&call.arguments))
+                let (line, command) = match serde_json::from_str::<Value>(&call.arguments) {
+                    Ok(args) if call.name == "bash" => {
+                        let command =
+                            SafeText::plain(args["command"].as_str().unwrap_or(&call.arguments));
+                        (format!("$ {command}\n"), Some(command))
+                    }
+                    _ => (
+                        format!("▸ {} {}\n", call.name, SafeText::plain(&call.arguments)),
+                        None,
                     ),
-                    _ => format!("▸ {} {}\n", call.name, SafeText::plain(&call.arguments)),
                 };
                 self.side(line.as_bytes());
+                if let Some(command) = command {
+                    self.spin(&command);
+                }
                 state.calls.insert(call.call_id, (event.time, call.name));
             }
             Record::ToolResult(result) => {
+                self.stop_spinner();
                 let started = state.calls.remove(&result.call_id).map(|(time, _)| time);
                 let live = state.live.remove(&result.call_id);
                 let mut text = String::new();

@@ -369,6 +369,8 @@ async fn turn(
             }
         }
     };
+    // A command cut short by a forced exit never sends its result: its spinner goes now.
+    renderer.stop_spinner();
     if let Some(status) = forced {
         announce_stopped_tasks(runtime, &id);
         force_teardown(runtime, &handle).await;
