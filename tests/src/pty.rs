@@ -29,10 +29,20 @@ impl Terminal {
 
     /// `dsh <args>` as [`Terminal::run`] starts it, with `env` set (after the sandbox's).
     pub fn run_with(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        Terminal::run_sized(sandbox, args, env, 200)
+    }
+
+    /// As [`Terminal::run_with`], on a terminal `cols` columns wide.
+    pub fn run_sized(
+        sandbox: &Sandbox,
+        args: &[&str],
+        env: &[(&str, &str)],
+        cols: u16,
+    ) -> Terminal {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 40,
-                cols: 200,
+                cols,
                 pixel_width: 0,
                 pixel_height: 0,
             })

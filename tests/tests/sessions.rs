@@ -77,7 +77,10 @@ fn show_renders_the_transcript_with_the_run_renderer_and_never_writes() {
     assert!(shown.starts_with(&format!("session {id} · ")), "{shown}");
     assert!(shown.contains("REPLAY"), "{shown}");
     assert!(shown.contains("› look around\n"), "{shown}");
-    assert!(shown.contains("$ pwd && ls -la\n"), "{shown}");
+    assert!(
+        shown.contains("$ pwd && ls -la  # Show the working directory and its entries\n"),
+        "{shown}"
+    );
     assert!(shown.contains("[exit 0 · "), "{shown}");
     assert!(shown.trim_end().ends_with("[completed]"), "{shown}");
     assert_eq!(

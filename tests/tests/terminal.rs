@@ -22,9 +22,9 @@ fn the_demo_reads_on_a_terminal_as_one_ordered_transcript() {
     let order = [
         "dsh · session ",
         "[reasoning]\nThe user wants an overview. I'll look around first.\n[/reasoning]\n",
-        "I'll take a look around.\n$ pwd && ls -la\n",
+        "I'll take a look around.\n$ pwd && ls -la  # Show the working directory and its entries\n",
         "notes.txt\n[exit 0 · ",
-        "$ echo \"entries: $(ls -A | wc -l)\"; uname -sm; date -u +%Y-%m-%dT%H:%M:%SZ\nentries: 1\n",
+        "$ echo \"entries: $(ls -A | wc -l)\"; uname -sm; date -u +%Y-%m-%dT%H:%M:%SZ  # Count entries and show the system\nentries: 1\n",
         "The two commands above ran for real through dsh's bash tool.",
         "dsh · completed · 3 steps",
     ];
@@ -189,4 +189,68 @@ async fn the_end_of_a_run_names_the_background_tasks_it_stops() {
     );
     assert!(notice < seen.find("dsh · completed").unwrap(), "{seen}");
     all_gone(&m).await;
+}
+
+#[test]
+fn the_header_and_footer_fit_a_narrow_terminal_between_their_parts() {
+    let sandbox = Sandbox::new();
+    let term = Terminal::run_sized(
+        &sandbox,
+        &["run", "--replay", "demo", "look"],
+        &[("TERM", "dumb")],
+        70,
+    );
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+    let seen = seen.replace("\r\n", "\n");
+    let lines: Vec<&str> = seen.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("dsh · session"))
+        .unwrap();
+    let footer = lines
+        .iter()
+        .position(|l| l.starts_with("dsh · completed"))
+        .unwrap();
+    for at in [header, header + 1, footer, footer + 1] {
+        assert!(
+            lines[at].chars().count() <= 70,
+            "too wide: {:?}\n{seen}",
+            lines[at]
+        );
+    }
+    assert!(
+        lines[footer + 1].starts_with("  "),
+        "a continuation: {seen}"
+    );
+    assert!(
+        seen.contains("saved: dsh sessions show "),
+        "no part is cut: {seen}"
+    );
+}
+
+#[test]
+fn with_colour_a_failing_exit_is_red_and_the_command_bold_with_its_description() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "fails",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": "exit 3", "description": "fail on purpose"}}}]},
+            {"stream": [{"text": "it failed"}], "finish": "stop"}
+        ]),
+    );
+    let term = Terminal::run_with(
+        &sandbox,
+        &["run", "--color", "always", "--replay", &script, "go"],
+        &[("TERM", "xterm-256color")],
+    );
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen:?}");
+    assert!(
+        seen.contains("\u{1b}[1mexit 3\u{1b}[0m  \u{1b}[2m# fail on purpose\u{1b}[0m"),
+        "{seen:?}"
+    );
+    assert!(seen.contains("\u{1b}[31m[exit 3 · "), "{seen:?}");
+    assert!(seen.contains("\u{1b}[32mcompleted\u{1b}[0m"), "{seen:?}");
 }

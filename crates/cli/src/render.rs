@@ -293,7 +293,21 @@ impl Renderer {
                     Ok(args) if call.name == "bash" => {
                         let command =
                             SafeText::plain(args["command"].as_str().unwrap_or(&call.arguments));
-                        (format!("$ {command}\n"), Some(command))
+                        // The model's own words for the command, beside it.
+                        let about = args["description"]
+                            .as_str()
+                            .map(SafeText::plain)
+                            .filter(|d| !d.trim().is_empty())
+                            .map(|d| match color {
+                                true => format!("  \x1b[2m# {}\x1b[0m", d.trim()),
+                                false => format!("  # {}", d.trim()),
+                            })
+                            .unwrap_or_default();
+                        let line = match color {
+                            true => format!("\x1b[1;36m$\x1b[0m \x1b[1m{command}\x1b[0m{about}\n"),
+                            false => format!("$ {command}{about}\n"),
+                        };
+                        (line, Some(command))
                     }
                     _ => (
                         format!("▸ {} {}\n", call.name, SafeText::plain(&call.arguments)),
@@ -321,16 +335,17 @@ impl Renderer {
                     }
                     None => false,
                 };
-                text.push_str(&tool_result_text(
-                    &result,
-                    started.map(|t| event.time - t),
-                    shown_live,
-                ));
-                let text = if color {
+                let (body, ending) =
+                    tool_result_text(&result, started.map(|t| event.time - t), shown_live);
+                text.push_str(&body);
+                let mut text = if color {
                     SafeText::coloured(&text)
                 } else {
                     SafeText::plain(&text)
                 };
+                // dsh's own line, styled after the output was made safe (it filters the
+                // tool's words it quotes itself).
+                text.push_str(&ending.line(color));
                 self.side(text.as_bytes());
             }
             Record::UserMessage(user) if self.transcript => {
@@ -483,36 +498,78 @@ fn count_usage(state: &mut State, answer: &AssistantMessageRecord) {
     }
 }
 
-/// A result as shown under its `$ command` line: the output without the tool's own status
-/// line (when it has structured metadata), then `[exit N · S s]`, `[killed]` or `[error: …]`.
+/// How a call ended, as its last line shows it.
+#[derive(Debug, PartialEq)]
+enum Ending {
+    Exit {
+        code: i64,
+        secs: f64,
+    },
+    TimedOut {
+        secs: f64,
+    },
+    Killed {
+        signal: String,
+        secs: f64,
+    },
+    /// The tool's own bracketed last line (`[cancelled by the user after 5.2 s; …]`).
+    Said(String),
+    Error(String),
+    /// A tool without structured metadata: its text says it all.
+    Nothing,
+}
+
+impl Ending {
+    /// The line, styled when `color`: failures red, a clean exit dim. What it quotes of the
+    /// tool's text is made safe first.
+    fn line(&self, color: bool) -> String {
+        let (text, style) = match self {
+            Ending::Exit { code: 0, secs } => (format!("[exit 0 · {secs:.1} s]"), "2"),
+            Ending::Exit { code, secs } => (format!("[exit {code} · {secs:.1} s]"), "31"),
+            Ending::TimedOut { secs } => (format!("[timed out after {secs:.0} s]"), "31"),
+            Ending::Killed { signal, secs } => {
+                (format!("[killed by {signal} · {secs:.1} s]"), "31")
+            }
+            Ending::Said(line) => (SafeText::plain(line), "33"),
+            Ending::Error(message) => (format!("[error: {}]", SafeText::plain(message)), "31"),
+            Ending::Nothing => return String::new(),
+        };
+        if color {
+            format!("\x1b[{style}m{text}\x1b[0m\n")
+        } else {
+            format!("{text}\n")
+        }
+    }
+}
+
+/// A result as shown under its `$ command` line: the output (unless it was shown live),
+/// without the tool's own status line when it has structured metadata, and how it ended.
 fn tool_result_text(
     result: &ToolResultRecord,
     elapsed_ms: Option<i64>,
     shown_live: bool,
-) -> String {
+) -> (String, Ending) {
     let content = result.content.as_str();
     let meta = result.meta.as_ref().filter(|m| m.is_object());
     if result.is_error {
         let message = content.lines().last().unwrap_or(content);
-        // A tool's own bracketed ending (`[cancelled by the user after 5.2 s; …]`) is shown
-        // as it is, after the output it ends when that was not on the screen already.
+        // A tool's own bracketed ending is shown as it is, after the output it ends when
+        // that was not on the screen already.
         if message.starts_with('[') && message.ends_with(']') {
-            let mut text = String::new();
+            let mut body = String::new();
             if !shown_live && content.len() > message.len() {
-                text.push_str(&content[..content.len() - message.len()]);
+                body.push_str(&content[..content.len() - message.len()]);
             }
-            text.push_str(message);
-            text.push('\n');
-            return text;
+            return (body, Ending::Said(message.to_owned()));
         }
-        return format!("[error: {message}]\n");
+        return (String::new(), Ending::Error(message.to_owned()));
     }
     let Some(meta) = meta else {
         let mut text = content.to_owned();
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        return text;
+        return (text, Ending::Nothing);
     };
     let body = match content.rfind("\n[") {
         Some(at)
@@ -532,12 +589,16 @@ fn tool_result_text(
         }
     }
     let secs = elapsed_ms.map_or(0.0, |ms| ms.max(0) as f64 / 1000.0);
-    match (meta["exit_code"].as_i64(), meta["signal"].as_str()) {
-        (Some(code), _) => text.push_str(&format!("[exit {code} · {secs:.1} s]\n")),
-        (None, Some(_)) => text.push_str("[killed]\n"),
-        (None, None) => {}
-    }
-    text
+    let ending = match (meta["exit_code"].as_i64(), meta["signal"].as_str()) {
+        _ if meta["timed_out"].as_bool() == Some(true) => Ending::TimedOut { secs },
+        (Some(code), _) => Ending::Exit { code, secs },
+        (None, Some(signal)) => Ending::Killed {
+            signal: signal.to_owned(),
+            secs,
+        },
+        (None, None) => Ending::Nothing,
+    };
+    (text, ending)
 }
 
 #[async_trait]
@@ -563,5 +624,65 @@ fn warn(warnings: &[String]) {
     let mut err = std::io::stderr().lock();
     for warning in warnings {
         let _ = writeln!(err, "warning: {}", SafeText::plain(warning));
+    }
+}
+
+/// `parts` joined with ` · `, broken before a part (never inside one) so that no line is
+/// wider than `width` columns; a part wider than the line stands alone on its line.
+pub fn fit(parts: &[String], width: Option<usize>) -> String {
+    let Some(width) = width.filter(|w| *w >= 20) else {
+        return parts.join(" · ");
+    };
+    let mut out = String::new();
+    let mut line = 0usize;
+    for (i, part) in parts.iter().enumerate() {
+        let len = part.chars().count();
+        if i > 0 {
+            if line + 3 + len > width {
+                out.push_str("\n  ");
+                line = 2;
+            } else {
+                out.push_str(" · ");
+                line += 3;
+            }
+        }
+        out.push_str(part);
+        line += len;
+    }
+    out
+}
+
+/// The width of the terminal stderr is, when it is one.
+pub fn stderr_width() -> Option<usize> {
+    console::Term::stderr()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::fit;
+
+    #[test]
+    fn parts_wrap_between_never_inside() {
+        let parts: Vec<String> = [
+            "dsh",
+            "completed",
+            "3 steps",
+            "saved: dsh sessions show 0123456789",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            fit(&parts, None),
+            "dsh · completed · 3 steps · saved: dsh sessions show 0123456789"
+        );
+        let fitted = fit(&parts, Some(30));
+        assert_eq!(
+            fitted,
+            "dsh · completed · 3 steps\n  saved: dsh sessions show 0123456789"
+        );
+        assert!(fitted.lines().next().unwrap().chars().count() <= 30);
     }
 }

@@ -27,7 +27,7 @@ use crate::args::{ColorChoice, Global, Permission, RunArgs};
 use crate::ask::TerminalGate;
 use crate::exit::{self, Failure};
 use crate::model;
-use crate::render::{Renderer, View};
+use crate::render::{Renderer, View, fit, stderr_width};
 use crate::settings::{CommandFlags, Settings};
 use crate::signals::{Quit, Signals};
 
@@ -306,7 +306,9 @@ async fn turn(
     } else {
         "bash runs without asking"
     };
-    eprintln!("dsh · session {id} ({how}){elsewhere} · {label} · {permission}");
+    let mut header = vec!["dsh".to_owned(), format!("session {id} ({how}){elsewhere}")];
+    header.extend([label.to_owned(), permission.to_owned()]);
+    eprintln!("{}", fit(&header, stderr_width()));
     if view == View::Json {
         let info = runtime
             .scope()
@@ -492,8 +494,20 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
         }
         renderer.json_line(&line);
     }
-    eprintln!(
-        "dsh · {} · {steps} steps · {input}/{output} tokens (cache hit {cache}) · saved: dsh sessions show {id}",
-        reason_text(&reason)
-    );
+    let reason_words = reason_text(&reason);
+    let colour = matches!(view, View::Human { color: true, .. });
+    let reason_words = match (&reason, colour) {
+        (_, false) => reason_words,
+        (TurnEndReason::Completed, true) => format!("\x1b[32m{reason_words}\x1b[0m"),
+        (TurnEndReason::Error { .. }, true) => format!("\x1b[31m{reason_words}\x1b[0m"),
+        (_, true) => format!("\x1b[33m{reason_words}\x1b[0m"),
+    };
+    let footer = [
+        "dsh".to_owned(),
+        reason_words,
+        format!("{steps} steps"),
+        format!("{input}/{output} tokens (cache hit {cache})"),
+        format!("saved: dsh sessions show {id}"),
+    ];
+    eprintln!("{}", fit(&footer, stderr_width()));
 }
