@@ -87,10 +87,21 @@ fn permission_ask_runs_the_call_only_after_yes_on_the_terminal() {
         !sandbox.work().join("made.txt").exists(),
         "ran before the answer"
     );
+    assert!(
+        !term.seen.contains("$ touch"),
+        "shown in its question, not as running: {}",
+        term.seen
+    );
     term.type_keys(b"y\r");
     term.expect("made it");
     let (code, seen) = term.exit_code();
     assert_eq!(code, 0, "{seen}");
+    let question = seen.find("? [y/N] ").unwrap();
+    let running = seen.find("$ touch made.txt && echo made it").unwrap();
+    assert!(
+        question < running,
+        "echoed as running after the yes: {seen}"
+    );
     assert!(sandbox.work().join("made.txt").exists());
     assert!(seen.contains("done"), "{seen}");
 }
@@ -108,6 +119,10 @@ fn permission_ask_declined_tells_the_model_and_runs_nothing() {
     let (code, seen) = term.exit_code();
     assert_eq!(code, 0, "{seen}");
     assert!(!sandbox.work().join("made.txt").exists(), "{seen}");
+    assert!(
+        !seen.contains("$ touch"),
+        "a declined call is never shown as running: {seen}"
+    );
     assert!(
         seen.contains("declined this call: they answered no on the terminal"),
         "{seen}"

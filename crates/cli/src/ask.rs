@@ -26,11 +26,23 @@ const SHOWN: usize = 2000;
 /// The longest answer line read; a longer one is a "no".
 const ANSWER_LIMIT: usize = 4096;
 
+/// Told the id of each call the user allowed, just before it runs.
+pub type OnAllow = Box<dyn Fn(&str) + Send + Sync>;
+
 /// Asks on the controlling terminal before each gated call, one question at a time.
 #[derive(Default)]
 pub struct TerminalGate {
     /// Questions never interleave, even if two agents asked at once.
     one_at_a_time: Mutex<()>,
+    /// The renderer, which shows an allowed call as running only once it is allowed.
+    on_allow: std::sync::OnceLock<OnAllow>,
+}
+
+impl TerminalGate {
+    /// Calls `hook` with the id of each call allowed from now on (the first hook set stays).
+    pub fn on_allow(&self, hook: OnAllow) {
+        let _ = self.on_allow.set(hook);
+    }
 }
 
 #[async_trait]
@@ -42,7 +54,12 @@ impl ApprovalGate for TerminalGate {
             biased;
             () = request.cancel.cancelled() => ApprovalDecision::Cancelled,
             answer = ask(&question) => match answer {
-                Ok(true) => ApprovalDecision::Allow,
+                Ok(true) => {
+                    if let Some(hook) = self.on_allow.get() {
+                        hook(&request.call_id);
+                    }
+                    ApprovalDecision::Allow
+                }
                 Ok(false) => ApprovalDecision::Reject {
                     reason: "they answered no on the terminal".into(),
                 },

@@ -48,6 +48,9 @@ struct State {
     reasoning: SafeText,
     /// Calls whose output is being shown as it arrives.
     live: HashMap<String, LiveCall>,
+    /// Calls waiting for the user's answer: their line, and the command for the spinner,
+    /// shown only once they are allowed.
+    asked: HashMap<String, (String, Option<String>)>,
 }
 
 /// A running call whose output is on the screen.
@@ -76,6 +79,7 @@ impl Default for State {
             text: SafeText::new(false),
             reasoning: SafeText::new(false),
             live: HashMap::new(),
+            asked: HashMap::new(),
         }
     }
 }
@@ -85,6 +89,9 @@ pub struct Renderer {
     view: View,
     /// Replaying a stored transcript: prompts and turn ends are shown too.
     transcript: bool,
+    /// `--permission ask`: a bash call is shown in its question first, and as running only
+    /// once the user allowed it.
+    asks: AtomicBool,
     state: Mutex<State>,
     pub stdout_closed: AtomicBool,
     pub closed: Notify,
@@ -121,6 +128,7 @@ impl Renderer {
             closed: Notify::new(),
             status_shown: AtomicBool::new(false),
             spinner: Mutex::new(None),
+            asks: AtomicBool::new(false),
         })
     }
 
@@ -142,6 +150,22 @@ impl Renderer {
             self.status_shown.store(true, Ordering::SeqCst);
         } else {
             let _ = writeln!(err, "dsh · {line}");
+        }
+    }
+
+    /// Shows bash calls as running only once [`Renderer::allowed`] says so.
+    pub fn asking(&self) {
+        self.asks.store(true, Ordering::SeqCst);
+    }
+
+    /// The user allowed call `call_id`: it is shown as running now.
+    pub fn allowed(&self, call_id: &str) {
+        let waiting = self.state.lock().asked.remove(call_id);
+        if let Some((line, command)) = waiting {
+            self.side(line.as_bytes());
+            if let Some(command) = command {
+                self.spin(&command);
+            }
         }
     }
 
@@ -314,14 +338,21 @@ impl Renderer {
                         None,
                     ),
                 };
-                self.side(line.as_bytes());
-                if let Some(command) = command {
-                    self.spin(&command);
+                if command.is_some() && self.asks.load(Ordering::SeqCst) && !self.transcript {
+                    // Its question shows it; it is echoed as running after a yes.
+                    state.asked.insert(call.call_id.clone(), (line, command));
+                } else {
+                    self.side(line.as_bytes());
+                    if let Some(command) = command {
+                        self.spin(&command);
+                    }
                 }
                 state.calls.insert(call.call_id, (event.time, call.name));
             }
             Record::ToolResult(result) => {
                 self.stop_spinner();
+                // Declined or cancelled before an answer: it never ran, and its ending says so.
+                state.asked.remove(&result.call_id);
                 let started = state.calls.remove(&result.call_id).map(|(time, _)| time);
                 let live = state.live.remove(&result.call_id);
                 let mut text = String::new();

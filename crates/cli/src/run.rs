@@ -87,7 +87,7 @@ struct Prepared {
     prompt: String,
     target: Target,
     /// `--permission ask`: the terminal's say before each gated call.
-    approval: Option<Arc<dyn ApprovalGate>>,
+    approval: Option<Arc<TerminalGate>>,
 }
 
 async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
@@ -109,7 +109,7 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
     };
     let prompt = crate::prompt::resolve(args.prompt.as_deref(), chosen.script_prompt.as_deref())?;
     let approval = match args.permission {
-        Permission::Ask => Some(Arc::new(TerminalGate::default()) as Arc<dyn ApprovalGate>),
+        Permission::Ask => Some(Arc::new(TerminalGate::default())),
         Permission::Allow => None,
     };
     Ok(Prepared {
@@ -204,7 +204,7 @@ async fn find(
 /// refuses the key.
 struct Start {
     target: Target,
-    approval: Option<Arc<dyn ApprovalGate>>,
+    approval: Option<Arc<TerminalGate>>,
     auth_hint: String,
 }
 
@@ -225,7 +225,7 @@ async fn start(
         Some(id) => {
             let mut resume = ResumeAgent::new(owner, id.clone());
             if let Some(gate) = how.approval {
-                resume = resume.with_approval(gate);
+                resume = resume.with_approval(gate as Arc<dyn ApprovalGate>);
             }
             registry
                 .resume(resume)
@@ -236,7 +236,7 @@ async fn start(
         None => {
             let mut create = CreateAgent::new(owner).with_cwd(cwd);
             if let Some(gate) = how.approval {
-                create = create.with_approval(gate);
+                create = create.with_approval(gate as Arc<dyn ApprovalGate>);
             }
             registry
                 .create(create)
@@ -256,6 +256,7 @@ async fn turn(
     sessions: &Path,
 ) -> u8 {
     let asks = how.approval.is_some();
+    let gate = how.approval.clone();
     let auth_hint = how.auth_hint.clone();
     let (handle, resumed) = match start(runtime, how, sessions).await {
         Ok(started) => started,
@@ -264,6 +265,12 @@ async fn turn(
     let agent = handle.agent().clone();
     let id = agent.id().clone();
     let renderer = Renderer::new(view);
+    if let Some(gate) = gate {
+        // The question shows the command; it is shown as running only after a yes.
+        renderer.asking();
+        let shown = renderer.clone();
+        gate.on_allow(Box::new(move |call_id| shown.allowed(call_id)));
+    }
     let subscribed = runtime
         .scope()
         .require::<SessionStore>()
