@@ -112,3 +112,63 @@ fn rm_deletes_through_the_store() {
     assert_eq!(text(&out.stdout), format!("removed {id}\n"));
     assert!(sandbox.logs().is_empty());
 }
+
+#[test]
+fn list_names_each_session_by_title_turns_and_model_and_hides_unanswered_ones() {
+    let sandbox = Sandbox::new();
+    let answered = demo(&sandbox);
+    // A run whose model call fails: a session in which no model ever answered.
+    let script = sandbox.script(
+        "broken",
+        serde_json::json!([{"error": {"kind": "server", "message": "down"}}]),
+    );
+    let out = sandbox
+        .dsh(["run", "--replay", &script, "never answered\nsecond line"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let listing = text(&sandbox.dsh(["sessions", "list"]).output().unwrap().stdout);
+    let lines: Vec<&str> = listing.lines().collect();
+    assert!(
+        lines[0].contains("TURNS") && lines[0].contains("MODEL") && lines[0].contains("TITLE"),
+        "{listing}"
+    );
+    assert_eq!(lines.len(), 3, "one session and the hidden note: {listing}");
+    assert!(answered.starts_with(lines[1].split_whitespace().next().unwrap()));
+    assert!(
+        lines[1].contains("replay:demo") && lines[1].contains("look around"),
+        "{listing}"
+    );
+    assert!(
+        lines[2].contains("1 more where no model answered: --all shows them"),
+        "{listing}"
+    );
+    let all = text(
+        &sandbox
+            .dsh(["sessions", "list", "--all"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(all.lines().count(), 3, "both sessions: {all}");
+    assert!(
+        all.contains("never answered"),
+        "the title is the first line: {all}"
+    );
+    assert!(!all.contains("second line"), "{all}");
+    let json = text(
+        &sandbox
+            .dsh(["sessions", "list", "--json", "--all"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let rows: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["title"], "never answered");
+    assert_eq!(rows[0]["answered"], false);
+    assert_eq!(rows[1]["turns"], 1);
+    assert_eq!(rows[1]["model"], "replay:demo");
+}

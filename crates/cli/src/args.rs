@@ -104,6 +104,9 @@ pub enum SessionsCommand {
         /// Only sessions started in the current directory.
         #[arg(long)]
         here: bool,
+        /// Also sessions in which no model ever answered (a run that failed first).
+        #[arg(long)]
+        all: bool,
     },
     /// Render a stored transcript; never changes the log.
     Show {

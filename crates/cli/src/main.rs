@@ -16,6 +16,7 @@ mod args;
 mod ask;
 mod compose;
 mod config;
+mod digest;
 mod exit;
 mod model;
 mod models;

@@ -14,6 +14,7 @@ use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_tools::safe_text::SafeText;
 
 use crate::args::{ColorChoice, Global, SessionsCommand};
+use crate::digest::{Digest, digest};
 use crate::exit::Failure;
 use crate::render::Renderer;
 use crate::settings::{CommandFlags, Settings};
@@ -66,8 +67,19 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
             .require::<dyn SessionPersistence>()
             .map_err(|e| Failure::internal(format!("no session storage: {e}")))?;
         match command {
-            SessionsCommand::List { json, limit, here } => {
-                list(&*persistence, &dir, *json, *limit, *here).await
+            SessionsCommand::List {
+                json,
+                limit,
+                here,
+                all,
+            } => {
+                let what = Listing {
+                    json: *json,
+                    limit: *limit,
+                    here: *here,
+                    all: *all,
+                };
+                list(&*persistence, &dir, what).await
             }
             SessionsCommand::Show {
                 id,
@@ -141,13 +153,25 @@ fn prefixes(ids: &[String]) -> Vec<usize> {
         .collect()
 }
 
-async fn list(
-    persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+/// What `dsh sessions list` was asked for.
+struct Listing {
     json: bool,
     limit: usize,
     here: bool,
+    all: bool,
+}
+
+async fn list(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    what: Listing,
 ) -> Result<(), Failure> {
+    let Listing {
+        json,
+        limit,
+        here,
+        all,
+    } = what;
     let cwd = if here {
         Some(
             std::env::current_dir()
@@ -167,16 +191,40 @@ async fn list(
             first.reason
         );
     }
-    let shown: Vec<&SessionSummary> = listing.sessions.iter().take(limit).collect();
+    // Newest first, until `limit` are shown; without --all, sessions no model ever answered
+    // in (a run that failed first) are left out. Reading each log is what a title costs.
+    let mut shown: Vec<(&SessionSummary, Digest)> = Vec::new();
+    let mut hidden = 0usize;
+    for summary in &listing.sessions {
+        if shown.len() == limit {
+            break;
+        }
+        let digest = match persistence
+            .inspect(&summary.header.id, &EventVocabulary::new())
+            .await
+        {
+            Ok(loaded) => digest(&loaded.events),
+            Err(_) => Digest::default(),
+        };
+        if digest.answered || all {
+            shown.push((summary, digest));
+        } else {
+            hidden += 1;
+        }
+    }
     if json {
         let mut out = String::new();
-        for s in &shown {
+        for (s, digest) in &shown {
             let line = serde_json::json!({
                 "session_id": s.header.id.to_string(),
                 "created_at": s.header.created_at,
                 "updated_at": s.updated_at,
                 "cwd": s.header.cwd,
                 "path": s.location.path,
+                "title": digest.title,
+                "turns": digest.turns,
+                "model": digest.model,
+                "answered": digest.answered,
             });
             out.push_str(&format!("{line}\n"));
         }
@@ -184,7 +232,12 @@ async fn list(
         return Ok(());
     }
     if shown.is_empty() {
-        say(&format!("no sessions in {}\n", dir.display()));
+        let more = if hidden > 0 {
+            format!(" ({hidden} where no model answered: --all shows them)")
+        } else {
+            String::new()
+        };
+        say(&format!("no sessions in {}{more}\n", dir.display()));
         return Ok(());
     }
     let ids: Vec<String> = listing
@@ -199,17 +252,57 @@ async fn list(
         .copied()
         .max()
         .unwrap_or(MIN_PREFIX);
+    let models = shown
+        .iter()
+        .map(|(_, d)| d.model.as_deref().unwrap_or("-").chars().count())
+        .max()
+        .unwrap_or(5)
+        .clamp(5, 24);
+    // Titles are cut at 40 characters, so the directory after them stays in view.
+    let titles: Vec<String> = shown
+        .iter()
+        .map(|(_, d)| {
+            let title = d.title.as_deref().map(SafeText::plain).unwrap_or_default();
+            crate::digest::cut(&title, 40)
+        })
+        .collect();
+    let room = titles
+        .iter()
+        .map(|t| t.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let mut out = format!(
-        "{:<width$}  {:<16}  {:<16}  CWD\n",
-        "ID", "UPDATED", "CREATED"
+        "{:<width$}  {:<16}  {:>5}  {:<models$}  {:<room$}  CWD\n",
+        "ID", "UPDATED", "TURNS", "MODEL", "TITLE"
     );
-    for (s, len) in shown.iter().zip(&lens) {
+    for ((s, digest), title) in shown.iter().zip(&titles) {
+        let index = listing
+            .sessions
+            .iter()
+            .position(|x| x.header.id == s.header.id)
+            .unwrap_or(0);
+        let len = lens.get(index).copied().unwrap_or(MIN_PREFIX);
+        let model = digest
+            .model
+            .as_deref()
+            .map(SafeText::plain)
+            .unwrap_or("-".into());
+        // `{:<n$}` pads by characters, which is what a terminal shows of these titles.
+        let pad = room.saturating_sub(title.chars().count());
         out.push_str(&format!(
-            "{:<width$}  {}  {}  {}\n",
-            &ids_of(s)[..*len],
+            "{:<width$}  {}  {:>5}  {:<models$}  {title}{:pad$}  {}\n",
+            &ids_of(s)[..len],
             timestamp(s.updated_at),
-            timestamp(s.header.created_at),
-            SafeText::plain(&s.header.cwd)
+            digest.turns,
+            crate::digest::cut(&model, models),
+            "",
+            SafeText::plain(&s.header.cwd),
+        ));
+    }
+    if hidden > 0 {
+        out.push_str(&format!(
+            "({hidden} more where no model answered: --all shows them)\n"
         ));
     }
     say(&out);
