@@ -161,3 +161,48 @@ async fn on_a_terminal_the_retry_line_is_replaced_in_place_and_cleared() {
         "cleared before the answer: {seen:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_acp_a_retry_is_a_notice_only_for_a_client_that_shows_notices() {
+    for notices in [true, false] {
+        let server = MockModelServer::start(vec![busy(), MockResponse::text("fine")]).await;
+        let sandbox = Sandbox::new();
+        let base = server.base_url();
+        let frames = tokio::task::spawn_blocking(move || {
+            let mut acp =
+                dsh_e2e::acp::AcpDriver::serving(&sandbox, &base, &["--permission", "allow"]);
+            let caps = if notices {
+                serde_json::json!({"session": {"notices": {}}})
+            } else {
+                serde_json::json!({})
+            };
+            let id = acp.request(
+                "initialize",
+                serde_json::json!({"protocolVersion": 1, "clientCapabilities": caps}),
+            );
+            acp.response(&id);
+            let session = acp.new_session(&sandbox.work());
+            let (response, updates) = acp.prompt_to_end(&session, "hi");
+            assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+            acp.finish();
+            updates
+        })
+        .await
+        .unwrap();
+        let shown: Vec<&serde_json::Value> = frames
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "notice")
+            .collect();
+        if notices {
+            assert_eq!(shown.len(), 1, "{frames:?}");
+            assert_eq!(shown[0]["severity"], "warning");
+            let title = shown[0]["title"].as_str().unwrap();
+            assert!(
+                title.starts_with("server busy (HTTP 429) — retrying in"),
+                "{title}"
+            );
+        } else {
+            assert!(shown.is_empty(), "nothing extra on the wire: {frames:?}");
+        }
+    }
+}

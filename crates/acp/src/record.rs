@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
-    PermissionOption, PermissionOptionKind, SessionNotification, SessionUpdate, ToolCallId,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    Notice, NoticeSeverity, PermissionOption, PermissionOptionKind, SessionNotification,
+    SessionUpdate, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use dsh_agent::record::Record as LogRecord;
 use dsh_agent::{Agent, AgentHandle, MessageId, TurnOutcome};
@@ -56,6 +56,8 @@ pub(crate) enum Item {
     Event(Arc<SessionEvent>),
     /// A running call's output, as it arrives (never stored).
     Progress(ToolProgressRecord),
+    /// A passing state worth telling a client that shows notices (a retry).
+    Notice(String),
     /// The gate asks about a call: send the request, hand back its id and answer.
     Permission {
         turn: u32,
@@ -174,6 +176,10 @@ pub(crate) async fn ordered_path(
                 if reply.send(Some((id, answer))).is_err() {
                     withdraw(&parts.outgoing, &parts.out, id);
                 }
+            }
+            Item::Notice(title) => {
+                let notice = Notice::new(NoticeSeverity::Warning, title);
+                send_updates(&parts.out, &record.id, vec![SessionUpdate::Notice(notice)]).await;
             }
             Item::Progress(piece) => {
                 let updates = live.progress(piece);

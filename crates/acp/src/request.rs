@@ -16,8 +16,12 @@ use crate::rpc::{RpcError, code};
 /// A request dsh serves, with its decoded params.
 #[derive(Debug)]
 pub(crate) enum Request {
-    /// `initialize`; `terminal_output` is Zed's `_meta.terminal_output` client capability.
-    Initialize { terminal_output: bool },
+    /// `initialize`; `terminal_output` is Zed's `_meta.terminal_output` client capability,
+    /// `notices` the `session.notices` one.
+    Initialize {
+        terminal_output: bool,
+        notices: bool,
+    },
     /// `authenticate`: dsh offers no method, so any call succeeds with nothing to do.
     Authenticate,
     /// `session/new`.
@@ -59,6 +63,9 @@ impl Request {
                 terminal_output: params
                     .pointer("/clientCapabilities/_meta/terminal_output")
                     .is_some_and(|v| v == &Value::Bool(true)),
+                notices: params
+                    .pointer("/clientCapabilities/session/notices")
+                    .is_some_and(Value::is_object),
             }),
             ClientRequest::NewSessionRequest(request) => Ok(Request::NewSession(Box::new(request))),
             ClientRequest::LoadSessionRequest(request) => {
@@ -121,13 +128,15 @@ mod tests {
         assert!(matches!(
             Request::decode("initialize", &init),
             Ok(Request::Initialize {
-                terminal_output: true
+                terminal_output: true,
+                notices: false
             })
         ));
         assert!(matches!(
             Request::decode("initialize", &json!({"protocolVersion": 1})),
             Ok(Request::Initialize {
-                terminal_output: false
+                terminal_output: false,
+                notices: false
             })
         ));
         assert!(matches!(

@@ -1,6 +1,7 @@
 //! Serving one connection: the read loop, the triggers that end it, and the one teardown.
 
 use dsh_agent::record::ToolProgressRecord;
+use dsh_llm::RetryNotice;
 use dsh_session::Ephemeral;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -127,6 +128,21 @@ impl AcpBridge {
             tracing::error!(error = %e, "cannot follow sessions");
             scope.dispose().await;
             return Err(AcpError::MissingService("SessionStore subscription"));
+        }
+        // Retries of a session's model requests, for a client that shows notices; others
+        // learn the number of attempts from the final error.
+        let weak = Arc::downgrade(&conn);
+        let listening = scope.on(move |retry: &RetryNotice| {
+            if let Some(conn) = weak.upgrade()
+                && conn.state.notices()
+                && let Some(id) = &retry.session_id
+                && let Some(record) = conn.state.record(id)
+            {
+                record.push(Item::Notice(retry.line()));
+            }
+        });
+        if let Err(e) = listening {
+            tracing::debug!("retries will not be announced: {e}");
         }
         let reason = read_until_trigger(&conn, input, &broken, shutdown).await;
         tracing::info!(%reason, "connection ending");

@@ -35,6 +35,8 @@ struct Inner {
     initialized: bool,
     /// The client asked for Zed's terminal cards (`_meta.terminal_output: true`).
     terminal_output: bool,
+    /// The client can show notices (`session.notices`).
+    notices: bool,
     /// Teardown began: nothing new is installed.
     closed: bool,
     /// Live sessions by id.
@@ -49,10 +51,15 @@ pub(crate) struct ConnState(Mutex<Inner>);
 
 impl ConnState {
     /// `initialize` was answered, with this terminal-card choice (a later one replaces it).
-    pub(crate) fn initialize(&self, terminal_output: bool) {
+    pub(crate) fn initialize(&self, terminal_output: bool, notices: bool) {
         let mut inner = self.0.lock();
         inner.initialized = true;
         inner.terminal_output = terminal_output;
+        inner.notices = notices;
+    }
+
+    pub(crate) fn notices(&self) -> bool {
+        self.0.lock().notices
     }
 
     pub(crate) fn is_initialized(&self) -> bool {

@@ -28,7 +28,8 @@ const STOP_REASONS: [&str; 5] = [
     "cancelled",
 ];
 
-/// The update variants dsh sends; every opt-in variant (plans, notices, …) is absent.
+/// The update variants dsh sends unasked; an opt-in one (`notice`) only to a client that
+/// advertised it.
 const UPDATES: [&str; 5] = [
     "user_message_chunk",
     "agent_message_chunk",
@@ -55,6 +56,8 @@ struct Checker {
     cards: bool,
     /// Requests written with an id dsh must echo (a string or an integer).
     requested: Vec<String>,
+    /// The client advertised `session.notices`: `notice` updates may come.
+    notices: bool,
 }
 
 /// Checks every invariant over `wire`; panics naming the first frame that breaks one.
@@ -93,10 +96,10 @@ impl Checker {
         }
         let session = frame["params"]["sessionId"].as_str().map(str::to_owned);
         match (method, frame.get("id").is_some(), session) {
-            ("initialize", _, _)
-                if frame["params"]["clientCapabilities"]["_meta"]["terminal_output"] == true =>
-            {
-                self.cards = true;
+            ("initialize", _, _) => {
+                let caps = &frame["params"]["clientCapabilities"];
+                self.cards = caps["_meta"]["terminal_output"] == true;
+                self.notices = caps["session"]["notices"].is_object();
             }
             ("session/new", true, _) => {
                 self.creating.insert(id);
@@ -173,7 +176,11 @@ impl Checker {
         );
         let update = &frame["params"]["update"];
         let kind = update["sessionUpdate"].as_str().unwrap_or("");
-        assert!(UPDATES.contains(&kind), "update variant {kind}: {frame}");
+        let opted_in = kind == "notice" && self.notices;
+        assert!(
+            UPDATES.contains(&kind) || opted_in,
+            "update variant {kind}: {frame}"
+        );
         if !self.cards {
             assert!(
                 !frame.to_string().contains("\"terminal_"),

@@ -27,8 +27,8 @@ pub(crate) use prompt::{cancel, cancel_record, cancel_request, prompt};
 pub(crate) use setup::{load_session, new_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
-pub(crate) fn initialize(conn: &Arc<Conn>, terminal_output: bool) -> Value {
-    conn.state.initialize(terminal_output);
+pub(crate) fn initialize(conn: &Arc<Conn>, terminal_output: bool, notices: bool) -> Value {
+    conn.state.initialize(terminal_output, notices);
     json!({
         "protocolVersion": 1,
         "agentCapabilities": {
