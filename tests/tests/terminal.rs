@@ -131,31 +131,53 @@ fn permission_ask_declined_tells_the_model_and_runs_nothing() {
     assert!(seen.contains("done"), "{seen}");
 }
 
-#[test]
-fn a_turn_on_the_terminal_reads_as_a_person_sees_it() {
-    let sandbox = Sandbox::new();
-    let script = sandbox.script(
+/// The tour script: reasoning, text, a command that prints and fails, and an answer.
+fn tour(sandbox: &Sandbox) -> String {
+    sandbox.script(
         "tour",
         serde_json::json!([
             {"stream": [
                 {"reasoning": "Two lines, then a failure."},
                 {"text": "Let me check."},
                 {"tool_call": {"name": "bash",
-                    "arguments": {"command": "printf 'one\\ntwo\\n'; echo oops >&2; exit 3"}}}
+                    "arguments": {"command": "printf 'one\\ntwo\\n'; echo oops >&2; exit 3",
+                                  "description": "print and fail"}}}
             ]},
             {"stream": [{"text": "It printed two lines and failed with status 3."}],
              "finish": "stop"}
         ]),
+    )
+}
+
+/// A whole transcript as the terminal received it, ids and times masked.
+fn transcript(colour: bool) -> String {
+    let sandbox = Sandbox::new();
+    let script = tour(&sandbox);
+    let when = if colour { "always" } else { "never" };
+    let term = Terminal::run_with(
+        &sandbox,
+        &["run", "--color", when, "--replay", &script, "go"],
+        &[("TERM", if colour { "xterm-256color" } else { "dumb" })],
     );
-    let term = Terminal::run(&sandbox, &["run", "--replay", &script, "go"]);
     let (code, seen) = term.exit_code();
     assert_eq!(code, 0, "{seen}");
-    insta::with_settings!({filters => vec![
-        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[session id]"),
-        (r"· \d+(\.\d+)? s\]", "· [seconds] s]"),
-    ]}, {
-        insta::assert_snapshot!(seen.replace("\r\n", "\n"));
-    });
+    seen.replace("\r\n", "\n")
+}
+
+#[test]
+fn a_turn_on_the_terminal_reads_as_a_person_sees_it() {
+    for (colour, name) in [(false, "plain"), (true, "coloured")] {
+        let seen = transcript(colour);
+        insta::with_settings!({filters => vec![
+            (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[session id]"),
+            (r"· \d+(\.\d+)? s\]", "· [seconds] s]"),
+            // The spinner's frames, and how many there are, depend on timing: each is removed
+            // with the clear that ends it.
+            (r"[^\n]*?· \$ printf[^\n]*?\r?\x1b\[2K", ""),
+        ]}, {
+            insta::assert_snapshot!(name, seen);
+        });
+    }
 }
 
 #[tokio::test]

@@ -441,8 +441,14 @@ impl Renderer {
         if !text.is_empty() {
             live.ends_line = text.ends_with('\n');
         }
+        let partial_line = !live.ends_line;
         drop(state);
         self.side(text.as_bytes());
+        if partial_line {
+            // The spinner redraws over the cursor's line: a line the command has not ended
+            // (a progress counter) would be wiped. The command's own output says enough.
+            self.stop_spinner();
+        }
     }
 
     /// Renders one stored event, as the live observer would have.
