@@ -67,11 +67,12 @@ fn first_line_on_a_pty() -> Duration {
         let n = reader.read(&mut buf).unwrap();
         let at = now_ns();
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        // The command line shows `stamp:$(date …`; only the output has digits after it.
         if let Some(stamp) = seen
-            .split("\nstamp:")
-            .nth(1)
-            .and_then(|rest| rest.split(':').next())
-            .and_then(|s| s.parse::<u128>().ok())
+            .split("stamp:")
+            .skip(1)
+            .filter_map(|rest| rest.split(':').next())
+            .find_map(|s| s.parse::<u128>().ok())
         {
             break Duration::from_nanos((at.saturating_sub(stamp)) as u64);
         }
