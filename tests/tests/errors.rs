@@ -206,3 +206,31 @@ async fn over_acp_a_retry_is_a_notice_only_for_a_client_that_shows_notices() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_acp_a_refused_key_says_that_none_was_sent_and_what_to_set() {
+    let server = MockModelServer::start(vec![
+        MockResponse::status(401).body(r#"{"error":{"message":"Invalid API key"}}"#),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    let base = server.base_url();
+    let response = tokio::task::spawn_blocking(move || {
+        let mut acp = dsh_e2e::acp::AcpDriver::serving(&sandbox, &base, &["--permission", "allow"]);
+        acp.initialize(false);
+        let session = acp.new_session(&sandbox.work());
+        let (response, _) = acp.prompt_to_end(&session, "hi");
+        acp.finish();
+        response
+    })
+    .await
+    .unwrap();
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("HTTP 401"), "{response}");
+    assert!(
+        message.contains("dsh sent no key to 127.0.0.1"),
+        "{response}"
+    );
+    assert!(message.contains("DSH_API_KEY"), "{response}");
+    assert_eq!(response["error"]["data"]["code"], "auth", "{response}");
+}

@@ -67,6 +67,9 @@ pub struct AcpConfig {
     /// missing key): `initialize` is answered as usual, and `session/new` and `session/load`
     /// fail with `auth_required` (`-32000`) and this text, which says what to set and where.
     pub auth_required: Option<String>,
+    /// Follows the error of a turn the model server refused as unauthorised (HTTP 401 or
+    /// 403): where the key came from, or that none was sent and what to set.
+    pub auth_hint: Option<String>,
 }
 
 impl Default for AcpConfig {
@@ -79,6 +82,7 @@ impl Default for AcpConfig {
             teardown_deadline: Duration::from_secs(10),
             agent_title: "dsh".into(),
             auth_required: None,
+            auth_hint: None,
         }
     }
 }

@@ -112,6 +112,8 @@ pub(crate) struct PathParts {
     pub tools: Arc<dyn ToolRegistry>,
     pub outgoing: Arc<OutgoingTable>,
     pub mode: PermissionMode,
+    /// Follows the error of a turn the model server refused as unauthorised.
+    pub auth_hint: Option<Arc<str>>,
 }
 
 /// Runs the ordered path of `record` until its queue closes.
@@ -230,7 +232,11 @@ pub(crate) async fn ordered_path(
                         );
                         Ok(json!({"stopReason": "cancelled"}))
                     }
-                    Some(outcome) => match stop_reason(outcome, prompt.cancel_requested) {
+                    Some(outcome) => match stop_reason(
+                        outcome,
+                        prompt.cancel_requested,
+                        parts.auth_hint.as_deref(),
+                    ) {
                         Ok(reason) => {
                             tracing::info!(session = %record.id, stop = ?reason, "prompt settled");
                             Ok(json!({"stopReason": reason}))

@@ -10,9 +10,12 @@ use crate::rpc::{RpcError, code};
 
 /// The response to a prompt whose turn ended with `outcome`. A prompt the client cancelled
 /// is `cancelled` whatever its turn's own end: errors caused by stopping are not errors.
+/// `auth_hint` follows the message of a failure the model server refused as unauthorised
+/// (HTTP 401 or 403): the server's words alone never say where dsh took the key from.
 pub(crate) fn stop_reason(
     outcome: &TurnOutcome,
     cancel_requested: bool,
+    auth_hint: Option<&str>,
 ) -> Result<StopReason, RpcError> {
     if cancel_requested {
         return Ok(StopReason::Cancelled);
@@ -24,7 +27,7 @@ pub(crate) fn stop_reason(
             TurnEndReason::MaxTokens => Ok(StopReason::MaxTokens),
             TurnEndReason::MaxSteps => Ok(StopReason::MaxTurnRequests),
             TurnEndReason::Refusal => Ok(StopReason::Refusal),
-            TurnEndReason::Error { failure } => Err(turn_failed(failure)),
+            TurnEndReason::Error { failure } => Err(turn_failed(failure, auth_hint)),
             // A kind a newer dsh wrote: saying "end_turn" would claim a success dsh cannot
             // vouch for.
             TurnEndReason::Unknown => Err(RpcError::new(
@@ -33,13 +36,20 @@ pub(crate) fn stop_reason(
             )),
         },
         TurnOutcome::Discarded { .. } => Ok(StopReason::Cancelled),
-        TurnOutcome::Failed { failure } => Err(turn_failed(failure)),
+        TurnOutcome::Failed { failure } => Err(turn_failed(failure, auth_hint)),
     }
 }
 
-fn turn_failed(failure: &Failure) -> RpcError {
-    RpcError::new(code::INTERNAL, format!("turn failed: {}", failure.message))
-        .with_data(json!({ "code": failure.code }))
+/// The failure code the model seam gives a refused key.
+const AUTH: &str = "auth";
+
+fn turn_failed(failure: &Failure, auth_hint: Option<&str>) -> RpcError {
+    let mut message = format!("turn failed: {}", failure.message);
+    if let Some(hint) = auth_hint.filter(|_| failure.code == AUTH) {
+        message.push_str("\n");
+        message.push_str(hint);
+    }
+    RpcError::new(code::INTERNAL, message).with_data(json!({ "code": failure.code }))
 }
 
 #[cfg(test)]
@@ -82,7 +92,7 @@ mod tests {
             ),
         ];
         for (outcome, want) in cases {
-            assert_eq!(stop_reason(&outcome, false), Ok(want), "{outcome:?}");
+            assert_eq!(stop_reason(&outcome, false, None), Ok(want), "{outcome:?}");
         }
     }
 
@@ -92,12 +102,40 @@ mod tests {
             ended(TurnEndReason::Error { failure: failure() }),
             TurnOutcome::Failed { failure: failure() },
         ] {
-            let error = stop_reason(&outcome, false).unwrap_err();
+            let error = stop_reason(&outcome, false, None).unwrap_err();
             assert_eq!(error.code, code::INTERNAL);
             assert_eq!(error.message, "turn failed: boom");
             assert_eq!(error.data, Some(json!({"code": "model_error"})));
         }
-        let unknown = stop_reason(&ended(TurnEndReason::Unknown), false).unwrap_err();
+        let refused = Failure {
+            code: AUTH.into(),
+            message: "Invalid API key (HTTP 401 from example.com)".into(),
+            ..failure()
+        };
+        for hint in [None, Some("dsh sent no key")] {
+            let error = stop_reason(
+                &ended(TurnEndReason::Error {
+                    failure: refused.clone(),
+                }),
+                false,
+                hint,
+            )
+            .unwrap_err();
+            let want = match hint {
+                Some(hint) => format!("turn failed: {}\n{hint}", refused.message),
+                None => format!("turn failed: {}", refused.message),
+            };
+            assert_eq!(error.message, want);
+        }
+        // Only a refused key gets the hint.
+        let other = stop_reason(
+            &TurnOutcome::Failed { failure: failure() },
+            false,
+            Some("dsh sent no key"),
+        )
+        .unwrap_err();
+        assert_eq!(other.message, "turn failed: boom");
+        let unknown = stop_reason(&ended(TurnEndReason::Unknown), false, None).unwrap_err();
         assert!(unknown.message.contains("unsupported reason"));
     }
 
@@ -108,7 +146,10 @@ mod tests {
             ended(TurnEndReason::Error { failure: failure() }),
             TurnOutcome::Failed { failure: failure() },
         ] {
-            assert_eq!(stop_reason(&outcome, true), Ok(StopReason::Cancelled));
+            assert_eq!(
+                stop_reason(&outcome, true, Some("hint")),
+                Ok(StopReason::Cancelled)
+            );
         }
     }
 }

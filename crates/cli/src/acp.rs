@@ -33,6 +33,7 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
         teardown_deadline: settings.acp_teardown_deadline.value,
         agent_title: title,
         auth_required: None,
+        auth_hint: Some(crate::model::auth_hint(settings)),
     }
 }
 

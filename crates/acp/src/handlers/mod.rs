@@ -145,6 +145,7 @@ pub(super) fn install(
             tools: conn.services.tools.clone(),
             outgoing: conn.outgoing.clone(),
             mode: conn.config.permission,
+            auth_hint: conn.config.auth_hint.as_deref().map(Arc::from),
         },
     );
     if conn.scope.spawn(path).is_err() {
