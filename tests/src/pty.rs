@@ -99,12 +99,27 @@ impl Terminal {
         self.writer.flush().unwrap();
     }
 
+    /// Takes what the terminal still holds once dsh exited: the reader ends when the last
+    /// process holding the terminal closes it (the master then reads EIO), so this waits for
+    /// that, not for a quiet spell. A process dsh left behind holding the terminal fails the
+    /// test after 15 s.
+    fn drain(output: &mpsc::Receiver<Vec<u8>>, seen: &mut String) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            match output.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(bytes) => seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("the terminal stayed open 15 s after dsh exited; saw:\n{seen}")
+                }
+            }
+        }
+    }
+
     /// Waits for dsh to exit; its status and everything the terminal received.
     pub fn exit_code(mut self) -> (u32, String) {
         let status = self.child.wait().unwrap();
-        while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(500)) {
-            self.seen.push_str(&String::from_utf8_lossy(&bytes));
-        }
+        Terminal::drain(&self.output, &mut self.seen);
         (status.exit_code(), self.seen)
     }
 
@@ -120,9 +135,7 @@ impl Terminal {
             .recv_timeout(bound)
             .unwrap_or_else(|_| panic!("dsh did not exit within {bound:?}; saw:\n{}", self.seen))
             .unwrap();
-        while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(500)) {
-            self.seen.push_str(&String::from_utf8_lossy(&bytes));
-        }
+        Terminal::drain(&self.output, &mut self.seen);
         (status.exit_code(), self.seen)
     }
 }

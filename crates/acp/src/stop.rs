@@ -46,7 +46,7 @@ const AUTH: &str = "auth";
 fn turn_failed(failure: &Failure, auth_hint: Option<&str>) -> RpcError {
     let mut message = format!("turn failed: {}", failure.message);
     if let Some(hint) = auth_hint.filter(|_| failure.code == AUTH) {
-        message.push_str("\n");
+        message.push('\n');
         message.push_str(hint);
     }
     RpcError::new(code::INTERNAL, message).with_data(json!({ "code": failure.code }))

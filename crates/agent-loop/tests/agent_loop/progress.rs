@@ -12,6 +12,14 @@ use tokio::sync::mpsc;
 
 use crate::support::*;
 
+fn no_arguments(name: &str) -> ToolSchema {
+    ToolSchema {
+        name: name.into(),
+        description: format!("{name}s"),
+        parameters: json!({"type": "object"}),
+    }
+}
+
 /// Reports "first", waits until the test has seen it, reports "second", and returns.
 struct Talker {
     seen: Mutex<Option<mpsc::UnboundedReceiver<()>>>,
@@ -19,11 +27,7 @@ struct Talker {
 
 impl Tool for Talker {
     fn schema(&self) -> ToolSchema {
-        ToolSchema {
-            name: "talk".into(),
-            description: "talks".into(),
-            parameters: json!({"type": "object"}),
-        }
+        no_arguments("talk")
     }
 
     fn call(
@@ -121,6 +125,92 @@ async fn progress_reaches_observers_while_the_call_runs_and_before_its_result() 
             .iter()
             .any(|k| k == "tool/progress"),
         "never in the log"
+    );
+    handle.dispose().await;
+}
+
+/// Reports [`PIECES`] pieces without awaiting in between, then says so.
+struct Chatty {
+    emitted: std::sync::mpsc::Sender<()>,
+}
+
+const PIECES: usize = 500;
+
+impl Tool for Chatty {
+    fn schema(&self) -> ToolSchema {
+        no_arguments("chat")
+    }
+
+    fn call(
+        &self,
+        _: serde_json::Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let emitted = self.emitted.clone();
+        Box::pin(async move {
+            for i in 0..PIECES {
+                cx.progress(&format!("{i} "));
+            }
+            emitted.send(()).unwrap();
+            Ok(ToolOutput::text("chatted"))
+        })
+    }
+}
+
+/// Takes its time over the first notice: it returns only once the tool has emitted
+/// everything.
+struct Slow {
+    notices: Mutex<Vec<String>>,
+    emitted: Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+#[async_trait::async_trait]
+impl SessionObserver for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+
+    fn on_ephemeral(&self, _: &Session, note: &Ephemeral) {
+        let piece = ToolProgressRecord::decode(note).unwrap();
+        let first = {
+            let mut notices = self.notices.lock().unwrap();
+            notices.push(piece.output);
+            notices.len() == 1
+        };
+        if first {
+            self.emitted.lock().unwrap().recv().unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_observer_never_holds_the_tool_and_gets_the_pieces_coalesced() {
+    let h = Harness::new(ScriptedModel::new(vec![
+        call("c1", "chat", "{}"),
+        say("done"),
+    ]))
+    .await;
+    let (tx, rx) = std::sync::mpsc::channel();
+    h.add_tool(Chatty { emitted: tx });
+    let slow = Arc::new(Slow {
+        notices: Mutex::default(),
+        emitted: Mutex::new(rx),
+    });
+    h.store
+        .subscribe(h.runtime.scope(), Interest::All, slow.clone())
+        .unwrap();
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    // The observer blocks in its first notice until the tool emitted all its pieces: the
+    // turn ends only if the tool never waited for the observer.
+    assert_eq!(agent.send(user("go")).unwrap().await, completed(1));
+    let notices = slow.notices.lock().unwrap().clone();
+    let want: String = (0..PIECES).map(|i| format!("{i} ")).collect();
+    assert_eq!(notices.concat(), want, "every piece, in order");
+    assert!(
+        notices.len() <= 2,
+        "{PIECES} pieces came as the first notice and one for the rest, not {}",
+        notices.len()
     );
     handle.dispose().await;
 }
