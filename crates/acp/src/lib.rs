@@ -87,14 +87,8 @@ impl Default for AcpConfig {
     }
 }
 
-/// Whether a gated tool call asks the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PermissionMode {
-    /// Ask with `session/request_permission` before each gated call.
-    Ask,
-    /// Run without asking.
-    Allow,
-}
+/// Which calls ask the client first (with `session/request_permission`).
+pub use dsh_tools::PermissionMode;
 
 /// Why a bridge could not be built.
 #[derive(Debug, thiserror::Error)]

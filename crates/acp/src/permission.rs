@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest};
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot};
@@ -20,6 +20,7 @@ use crate::transport::FrameSender;
 
 /// One session's gate.
 pub(crate) struct SessionGate {
+    pub mode: PermissionMode,
     pub queue: mpsc::UnboundedSender<Item>,
     pub grants: Arc<Grants>,
     pub outgoing: Arc<OutgoingTable>,
@@ -48,6 +49,10 @@ const FAILED_CLOSED: &str = "the editor gave no usable answer, so it was refused
 
 #[async_trait]
 impl ApprovalGate for SessionGate {
+    fn mode(&self) -> PermissionMode {
+        self.mode
+    }
+
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
         if self.grants.always.lock().contains(&request.tool) {

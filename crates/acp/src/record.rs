@@ -17,7 +17,7 @@ use agent_client_protocol_schema::v1::{
 use dsh_agent::record::Record as LogRecord;
 use dsh_agent::{Agent, AgentHandle, MessageId, TurnOutcome};
 use dsh_session::{EventType, SessionEvent, SessionId};
-use dsh_tools::ToolRegistry;
+use dsh_tools::{Roots, ToolRegistry};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -277,11 +277,11 @@ fn bound(record: &Record, event: &LogRecord) -> bool {
 }
 
 fn asks(parts: &PathParts, record: &Record, tool: &str, args: &Value) -> bool {
-    parts.mode == PermissionMode::Ask
-        && parts
-            .tools
-            .get(tool)
-            .is_some_and(|t| t.requires_approval(args))
+    let roots = Roots::new(record.cwd.clone(), Vec::new());
+    parts
+        .tools
+        .get(tool)
+        .is_some_and(|t| parts.mode.asks(t.effect(args, &roots)))
         && !record.grants.always.lock().contains(tool)
 }
 

@@ -16,8 +16,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallId,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Diff, SessionUpdate, Terminal, ToolCall, ToolCallContent,
+    ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use dsh_agent::MessageSource;
 use dsh_agent::record::{Chunk, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord};
@@ -352,7 +352,7 @@ impl Renderer {
                     .collect(),
                 locations
                     .into_iter()
-                    .map(|p| ToolCallLocation::new(absolute(cx.cwd, p)))
+                    .map(|l| ToolCallLocation::new(absolute(cx.cwd, l.path)).line(l.line))
                     .collect(),
                 false,
                 None,
@@ -472,6 +472,26 @@ impl Renderer {
                             exit.signal.as_deref(),
                         ))]),
                 ),
+                Some(ToolResultView::Diff {
+                    path,
+                    old_text,
+                    new_text,
+                    first_line,
+                    summary: _,
+                }) => {
+                    let path = absolute(cx.cwd, path);
+                    // A file that did not exist has no old text: the card shows a creation.
+                    let created = old_text.is_empty() && first_line == 1;
+                    let diff =
+                        Diff::new(path.clone(), new_text).old_text((!created).then_some(old_text));
+                    ToolCallUpdate::new(
+                        tool_call_id,
+                        ToolCallUpdateFields::new()
+                            .status(ToolCallStatus::Completed)
+                            .content(vec![ToolCallContent::Diff(diff)])
+                            .locations(vec![ToolCallLocation::new(path).line(first_line)]),
+                    )
+                }
                 Some(ToolResultView::Generic { content }) => ToolCallUpdate::new(
                     tool_call_id,
                     ToolCallUpdateFields::new()

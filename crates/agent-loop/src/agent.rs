@@ -8,13 +8,15 @@
 //! another change.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use dsh_agent::{AgentEvent, AgentOptions, AgentStatus, CancelCause, TurnEndReason, TurnOutcome};
+use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Scope};
 use dsh_session::{Session, SessionId, SessionStore};
-use dsh_tools::ApprovalGate;
+use dsh_tools::{ApprovalGate, Roots};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -33,6 +35,10 @@ pub(crate) struct LoopAgent {
     pub(crate) tools_scope: Scope,
     pub(crate) store: Arc<SessionStore>,
     pub(crate) approval: Option<Arc<dyn ApprovalGate>>,
+    /// The caller's file access; `None` is the kernel's file service.
+    pub(crate) files: Option<Arc<dyn FileAccess>>,
+    /// The session's directories besides its cwd.
+    pub(crate) additional_dirs: Vec<PathBuf>,
     pub(crate) shared: Arc<Loop>,
     pub(crate) state: Mutex<State>,
     /// The model history as of the last step, extended by each step with what was appended.
@@ -46,6 +52,23 @@ pub(crate) struct LoopAgent {
     outbox: Mutex<VecDeque<AgentEvent>>,
     draining: AtomicBool,
     pub(crate) me: Weak<LoopAgent>,
+}
+
+impl LoopAgent {
+    /// The session's directories, which tools weigh paths against.
+    pub(crate) fn roots(&self) -> Roots {
+        Roots::new(
+            PathBuf::from(self.session.header().cwd.clone()),
+            self.additional_dirs.clone(),
+        )
+    }
+
+    /// Where this agent's tools read and write files: the caller's, else the kernel's.
+    pub(crate) fn file_access(&self) -> Option<Arc<dyn FileAccess>> {
+        self.files
+            .clone()
+            .or_else(|| self.scope.get::<dyn FileAccess>())
+    }
 }
 
 pub(crate) struct State {
@@ -74,6 +97,8 @@ pub(crate) struct AgentParts {
     pub(crate) tools_scope: Scope,
     pub(crate) store: Arc<SessionStore>,
     pub(crate) approval: Option<Arc<dyn ApprovalGate>>,
+    pub(crate) files: Option<Arc<dyn FileAccess>>,
+    pub(crate) additional_dirs: Vec<PathBuf>,
     pub(crate) shared: Arc<Loop>,
     pub(crate) next_turn: u32,
 }
@@ -88,6 +113,8 @@ impl LoopAgent {
             tools_scope: parts.tools_scope,
             store: parts.store,
             approval: parts.approval,
+            files: parts.files,
+            additional_dirs: parts.additional_dirs,
             shared: parts.shared,
             state: Mutex::new(State {
                 closed: false,

@@ -14,6 +14,7 @@ use dsh_agent::{
     Agent, AgentError, AgentEvent, AgentFactory, AgentHandle, AgentOptions, CancelCause,
     CreateAgent, ResumeAgent,
 };
+use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Scope, Teardown};
 use dsh_session::{
     PersistenceError, Session, SessionError, SessionId, SessionPersistence, SessionSpec,
@@ -45,6 +46,8 @@ struct Plan {
     owner: Scope,
     options: AgentOptions,
     approval: Option<Arc<dyn ApprovalGate>>,
+    files: Option<Arc<dyn FileAccess>>,
+    additional_dirs: Vec<PathBuf>,
 }
 
 enum Origin {
@@ -61,6 +64,8 @@ async fn create(registry: &LoopRegistry, request: CreateAgent) -> Result<AgentHa
         owner: request.owner,
         options,
         approval: request.approval,
+        files: request.files,
+        additional_dirs: request.additional_dirs,
     };
     let claim = match &request.session_id {
         Some(id) => Some(IdClaim::take(shared, id).await?),
@@ -82,6 +87,8 @@ async fn resume(registry: &LoopRegistry, request: ResumeAgent) -> Result<AgentHa
         owner: request.owner,
         options,
         approval: request.approval,
+        files: request.files,
+        additional_dirs: request.additional_dirs,
     };
     run(
         shared,
@@ -315,6 +322,8 @@ async fn transact(
         tools_scope,
         store,
         approval: plan.approval,
+        files: plan.files,
+        additional_dirs: plan.additional_dirs,
         shared: shared.clone(),
         next_turn,
     });

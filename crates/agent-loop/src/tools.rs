@@ -180,10 +180,11 @@ impl Phase<'_, '_> {
             }
             (Some(tool), Ok(args)) => (tool, args),
         };
+        let effect = tool.effect(&args, &agent.roots());
         let approval = agent
             .approval
             .clone()
-            .filter(|_| tool.requires_approval(&args));
+            .filter(|gate| gate.mode().asks(effect));
         let pooled = tool.parallel_safe() && approval.is_none();
         let room = if pooled { cap } else { 1 };
         // An exclusive call waits for every earlier body; a pooled one for a free place. The
@@ -217,6 +218,7 @@ impl Phase<'_, '_> {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 arguments: args.clone(),
+                effect,
                 cancel: self.token.clone(),
             };
             let decision = tokio::select! {
@@ -271,7 +273,12 @@ impl Phase<'_, '_> {
             Some(agent.session.header().cwd.clone().into()),
             self.token.clone(),
         )
-        .with_call(self.slots[index].call.id.clone(), self.turn, self.step);
+        .with_call(self.slots[index].call.id.clone(), self.turn, self.step)
+        .with_extra_roots(agent.additional_dirs.clone());
+        let cx = match agent.file_access() {
+            Some(files) => cx.with_files(files),
+            None => cx,
+        };
         let progress = CallProgress::new(
             agent.session.clone(),
             agent.shared.kinds.progress.clone(),

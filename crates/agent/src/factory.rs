@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use dsh_fs::FileAccess;
 use dsh_kernel::Scope;
 use dsh_session::SessionId;
 use dsh_tools::ApprovalGate;
@@ -28,6 +29,12 @@ pub struct CreateAgent {
     pub options: AgentOverrides,
     /// Consulted before tools that need approval.
     pub approval: Option<Arc<dyn ApprovalGate>>,
+    /// Where the agent's tools read and write files (an editor's buffers); `None` is the
+    /// kernel's file service (the local disk).
+    pub files: Option<Arc<dyn FileAccess>>,
+    /// The session's directories besides its cwd (an editor's other workspace folders):
+    /// edits there count as inside.
+    pub additional_dirs: Vec<PathBuf>,
 }
 
 impl CreateAgent {
@@ -39,6 +46,8 @@ impl CreateAgent {
             cwd: None,
             options: AgentOverrides::default(),
             approval: None,
+            files: None,
+            additional_dirs: Vec::new(),
         }
     }
 
@@ -65,6 +74,18 @@ impl CreateAgent {
         self.approval = Some(approval);
         self
     }
+
+    /// With the caller's file access.
+    pub fn with_files(mut self, files: Arc<dyn FileAccess>) -> CreateAgent {
+        self.files = Some(files);
+        self
+    }
+
+    /// With directories besides the cwd.
+    pub fn with_additional_dirs(mut self, dirs: Vec<PathBuf>) -> CreateAgent {
+        self.additional_dirs = dirs;
+        self
+    }
 }
 
 /// A request to continue a stored session with a new agent.
@@ -79,6 +100,12 @@ pub struct ResumeAgent {
     pub options: AgentOverrides,
     /// Consulted before tools that need approval.
     pub approval: Option<Arc<dyn ApprovalGate>>,
+    /// Where the agent's tools read and write files (an editor's buffers); `None` is the
+    /// kernel's file service (the local disk).
+    pub files: Option<Arc<dyn FileAccess>>,
+    /// The session's directories besides its cwd (an editor's other workspace folders):
+    /// edits there count as inside.
+    pub additional_dirs: Vec<PathBuf>,
 }
 
 impl ResumeAgent {
@@ -89,6 +116,8 @@ impl ResumeAgent {
             session_id,
             options: AgentOverrides::default(),
             approval: None,
+            files: None,
+            additional_dirs: Vec::new(),
         }
     }
 
@@ -101,6 +130,18 @@ impl ResumeAgent {
     /// With an approval gate.
     pub fn with_approval(mut self, approval: Arc<dyn ApprovalGate>) -> ResumeAgent {
         self.approval = Some(approval);
+        self
+    }
+
+    /// With the caller's file access.
+    pub fn with_files(mut self, files: Arc<dyn FileAccess>) -> ResumeAgent {
+        self.files = Some(files);
+        self
+    }
+
+    /// With directories besides the cwd.
+    pub fn with_additional_dirs(mut self, dirs: Vec<PathBuf>) -> ResumeAgent {
+        self.additional_dirs = dirs;
         self
     }
 }

@@ -160,8 +160,10 @@ pub struct RunArgs {
 /// `dsh acp --permission`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AcpPermission {
-    /// Ask the editor before each bash call.
+    /// Ask the editor before each edit and command.
     Ask,
+    /// Edit files in the project without asking; ask before commands and edits elsewhere.
+    AcceptEdits,
     /// Run tools without asking.
     Allow,
 }
@@ -169,8 +171,10 @@ pub enum AcpPermission {
 /// `--permission`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Permission {
-    /// Ask on the controlling terminal before each bash call; deny when there is none.
+    /// Ask on the controlling terminal before each edit and command; deny when there is none.
     Ask,
+    /// Edit files in the project without asking; ask before commands and edits elsewhere.
+    AcceptEdits,
     /// Run tools without asking.
     Allow,
 }

@@ -16,7 +16,7 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 
 use async_trait::async_trait;
-use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest};
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::Mutex;
@@ -30,8 +30,8 @@ const ANSWER_LIMIT: usize = 4096;
 pub type OnAllow = Box<dyn Fn(&str) + Send + Sync>;
 
 /// Asks on the controlling terminal before each gated call, one question at a time.
-#[derive(Default)]
 pub struct TerminalGate {
+    mode: PermissionMode,
     /// Questions never interleave, even if two agents asked at once.
     one_at_a_time: Mutex<()>,
     /// The renderer, which shows an allowed call as running only once it is allowed.
@@ -39,6 +39,15 @@ pub struct TerminalGate {
 }
 
 impl TerminalGate {
+    /// A gate asking for what `mode` asks for.
+    pub fn new(mode: PermissionMode) -> TerminalGate {
+        TerminalGate {
+            mode,
+            one_at_a_time: Mutex::default(),
+            on_allow: std::sync::OnceLock::new(),
+        }
+    }
+
     /// Calls `hook` with the id of each call allowed from now on (the first hook set stays).
     pub fn on_allow(&self, hook: OnAllow) {
         let _ = self.on_allow.set(hook);
@@ -47,6 +56,10 @@ impl TerminalGate {
 
 #[async_trait]
 impl ApprovalGate for TerminalGate {
+    fn mode(&self) -> PermissionMode {
+        self.mode
+    }
+
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
         let question = question(&request);
@@ -157,6 +170,7 @@ mod tests {
             call_id: "c1".into(),
             tool: tool.into(),
             arguments,
+            effect: dsh_tools::Effect::Execute,
             cancel: CancellationToken::new(),
         }
     }
@@ -182,7 +196,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_cancelled_turn_withdraws_the_question() {
-        let gate = TerminalGate::default();
+        let gate = TerminalGate::new(PermissionMode::Ask);
         let asked = request("bash", serde_json::json!({"command": "true"}));
         asked.cancel.cancel();
         assert_eq!(gate.decide(asked).await, ApprovalDecision::Cancelled);

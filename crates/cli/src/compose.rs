@@ -12,11 +12,13 @@ use std::sync::Arc;
 use dsh_agent::AgentOptions;
 use dsh_agent_context::{ContextConfig, ContextPlugin};
 use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
+use dsh_fs_local::FsLocalPlugin;
 use dsh_kernel::{Plugin, Runtime};
 use dsh_session::SessionStorePlugin;
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
 use dsh_tool_bash::BashToolsPlugin;
+use dsh_tool_fs::FsToolsPlugin;
 use dsh_tools::ToolRegistryPlugin;
 
 use crate::exit::Failure;
@@ -83,6 +85,10 @@ async fn load_all(
         .await
         .map_err(|e| failed("the shell", e))?;
     runtime
+        .load(FsLocalPlugin::default())
+        .await
+        .map_err(|e| failed("the local files", e))?;
+    runtime
         .load(ToolRegistryPlugin)
         .await
         .map_err(|e| failed("the tool registry", e))?;
@@ -90,6 +96,10 @@ async fn load_all(
         .load(BashToolsPlugin::default())
         .await
         .map_err(|e| failed("the bash tools", e))?;
+    runtime
+        .load(FsToolsPlugin::default())
+        .await
+        .map_err(|e| failed("the file tools", e))?;
     runtime
         .load(ContextPlugin::new(context(settings)?))
         .await

@@ -14,6 +14,7 @@ use std::io::IsTerminal;
 mod acp;
 mod args;
 mod ask;
+mod change;
 mod compose;
 mod config;
 mod digest;

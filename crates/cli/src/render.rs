@@ -333,6 +333,24 @@ impl Renderer {
                         };
                         (line, Some(command))
                     }
+                    Ok(args) if FILE_TOOLS.contains(&call.name.as_str()) => {
+                        let what = match (args["path"].as_str(), args["pattern"].as_str()) {
+                            (_, Some(pattern)) => match args["path"].as_str() {
+                                Some(path) => format!("{pattern} in {path}"),
+                                None => pattern.to_owned(),
+                            },
+                            (Some(path), None) => path.to_owned(),
+                            (None, None) => call.arguments.clone(),
+                        };
+                        let what = SafeText::plain(&what);
+                        let line = match color {
+                            true => {
+                                format!("\x1b[1;36m▸\x1b[0m {} \x1b[1m{what}\x1b[0m\n", call.name)
+                            }
+                            false => format!("▸ {} {what}\n", call.name),
+                        };
+                        (line, None)
+                    }
                     _ => (
                         format!("▸ {} {}\n", call.name, SafeText::plain(&call.arguments)),
                         None,
@@ -367,7 +385,7 @@ impl Renderer {
                     None => false,
                 };
                 let (body, ending) =
-                    tool_result_text(&result, started.map(|t| event.time - t), shown_live);
+                    tool_result_text(&result, started.map(|t| event.time - t), shown_live, color);
                 text.push_str(&body);
                 let mut text = if color {
                     SafeText::coloured(&text)
@@ -552,6 +570,8 @@ enum Ending {
     /// The tool's own bracketed last line (`[cancelled by the user after 5.2 s; …]`).
     Said(String),
     Error(String),
+    /// A file tool's summary and diff, already safe for the terminal.
+    Change(String),
     /// A tool without structured metadata: its text says it all.
     Nothing,
 }
@@ -569,6 +589,7 @@ impl Ending {
             }
             Ending::Said(line) => (SafeText::plain(line), "33"),
             Ending::Error(message) => (format!("[error: {}]", SafeText::plain(message)), "31"),
+            Ending::Change(text) => return text.clone(),
             Ending::Nothing => return String::new(),
         };
         if color {
@@ -581,10 +602,14 @@ impl Ending {
 
 /// A result as shown under its `$ command` line: the output (unless it was shown live),
 /// without the tool's own status line when it has structured metadata, and how it ended.
+/// The tools whose calls are shown as `▸ name path` rather than with their raw arguments.
+const FILE_TOOLS: [&str; 5] = ["read", "edit", "write", "grep", "glob"];
+
 fn tool_result_text(
     result: &ToolResultRecord,
     elapsed_ms: Option<i64>,
     shown_live: bool,
+    color: bool,
 ) -> (String, Ending) {
     let content = result.content.as_str();
     let meta = result.meta.as_ref().filter(|m| m.is_object());
@@ -600,6 +625,9 @@ fn tool_result_text(
             return (body, Ending::Said(message.to_owned()));
         }
         return (String::new(), Ending::Error(message.to_owned()));
+    }
+    if let Some(change) = meta.and_then(|m| crate::change::shown(m, color)) {
+        return (String::new(), Ending::Change(change));
     }
     let Some(meta) = meta else {
         let mut text = content.to_owned();

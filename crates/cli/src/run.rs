@@ -20,7 +20,7 @@ use dsh_session::{
     Interest, ListQuery, SessionId, SessionPersistence, SessionStore, TurnEndReason,
 };
 use dsh_shell_local::LocalShellExecutor;
-use dsh_tools::ApprovalGate;
+use dsh_tools::{ApprovalGate, PermissionMode};
 use serde_json::json;
 
 use crate::args::{ColorChoice, Global, Permission, RunArgs};
@@ -109,7 +109,8 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
     };
     let prompt = crate::prompt::resolve(args.prompt.as_deref(), chosen.script_prompt.as_deref())?;
     let approval = match args.permission {
-        Permission::Ask => Some(Arc::new(TerminalGate::default())),
+        Permission::Ask => Some(Arc::new(TerminalGate::new(PermissionMode::Ask))),
+        Permission::AcceptEdits => Some(Arc::new(TerminalGate::new(PermissionMode::AcceptEdits))),
         Permission::Allow => None,
     };
     Ok(Prepared {

@@ -18,6 +18,7 @@ pub mod persistence_contract;
 /// The real providers a crate's tests may run against, reached through this crate only.
 pub mod providers {
     pub use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
+    pub use dsh_fs_local::{FsLocalPlugin, LocalFiles, LocalFilesConfig};
     pub use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiPlugin};
     pub use dsh_llm_replay::{ReplayModel, ReplayPlugin, ReplayScript};
     pub use dsh_session_jsonl::{JsonlConfig, JsonlPersistence, JsonlPlugin};

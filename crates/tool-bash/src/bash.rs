@@ -10,7 +10,8 @@ use dsh_kernel::Scope;
 use dsh_session::{ToolCallRecord, ToolResultRecord};
 use dsh_shell::{RunOutput, ShellExecRequest, ShellExecutor, TaskId};
 use dsh_tools::{
-    Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView, ToolSchema,
+    Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
+    ToolSchema,
 };
 use futures::future::BoxFuture;
 use serde_json::json;
@@ -38,8 +39,8 @@ impl Tool for BashTool {
         false
     }
 
-    fn requires_approval(&self, _args: &serde_json::Value) -> bool {
-        true
+    fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
+        Effect::Execute
     }
 
     fn call(

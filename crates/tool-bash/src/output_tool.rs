@@ -6,7 +6,8 @@ use std::time::Duration;
 use dsh_session::{ToolCallRecord, ToolResultRecord};
 use dsh_shell::{ShellError, ShellExecutor, TaskId};
 use dsh_tools::{
-    Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView, ToolSchema,
+    Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
+    ToolSchema,
 };
 use futures::future::BoxFuture;
 
@@ -110,6 +111,10 @@ impl Tool for BashOutputTool {
         crate::schema::bash_output(self.shared.config.max_wait_ms)
     }
 
+    fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
+        Effect::Read
+    }
+
     fn parallel_safe(&self) -> bool {
         true
     }
@@ -142,6 +147,12 @@ impl Tool for BashOutputTool {
 impl Tool for BashKillTool {
     fn schema(&self) -> ToolSchema {
         crate::schema::bash_kill()
+    }
+
+    /// Stopping one of the agent's own background tasks asks nobody: the user approved
+    /// the command that started it.
+    fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
+        Effect::Read
     }
 
     fn call(

@@ -4,6 +4,8 @@ use async_trait::async_trait;
 use dsh_kernel::CancellationToken;
 use dsh_session::SessionId;
 
+use crate::permission::{Effect, PermissionMode};
+
 /// One call awaiting a decision.
 #[derive(Clone, Debug)]
 pub struct ApprovalRequest {
@@ -19,6 +21,8 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The parsed arguments.
     pub arguments: serde_json::Value,
+    /// What the call would do.
+    pub effect: Effect,
     /// The turn's token: it fires when the turn is cancelled, and the gate should give up.
     pub cancel: CancellationToken,
 }
@@ -37,9 +41,13 @@ pub enum ApprovalDecision {
     Cancelled,
 }
 
-/// Decides whether a call may run. One request at a time per agent, in model order.
+/// Decides whether a call may run. One request at a time per agent, in model order. The loop
+/// asks only for calls whose effect the gate's mode asks for.
 #[async_trait]
 pub trait ApprovalGate: Send + Sync + 'static {
+    /// The mode now in force (it may change between calls: an editor's mode picker).
+    fn mode(&self) -> PermissionMode;
+
     /// The decision for `request`.
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision;
 }

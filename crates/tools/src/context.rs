@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use dsh_fs::{FileAccess, Roots};
 use dsh_kernel::{CancellationToken, Scope};
 use dsh_session::SessionId;
 
@@ -19,6 +20,8 @@ pub struct ToolContext {
     caller_id: Option<SessionId>,
     caller_scope: Option<Scope>,
     session_cwd: Option<PathBuf>,
+    extra_roots: Vec<PathBuf>,
+    files: Option<Arc<dyn FileAccess>>,
     cancellation: CancellationToken,
     call_id: String,
     position: Option<(u32, u32)>,
@@ -33,6 +36,7 @@ impl std::fmt::Debug for ToolContext {
             .field("call_id", &self.call_id)
             .field("position", &self.position)
             .field("progress", &self.progress.is_some())
+            .field("files", &self.files.as_ref().map(|f| f.holder().to_owned()))
             .finish_non_exhaustive()
     }
 }
@@ -44,6 +48,8 @@ impl ToolContext {
             caller_id: None,
             caller_scope: None,
             session_cwd: None,
+            extra_roots: Vec::new(),
+            files: None,
             cancellation,
             call_id: call_id.into(),
             position: None,
@@ -62,6 +68,8 @@ impl ToolContext {
             caller_id: Some(id),
             caller_scope: Some(scope),
             session_cwd,
+            extra_roots: Vec::new(),
+            files: None,
             cancellation,
             call_id: String::new(),
             position: None,
@@ -80,6 +88,31 @@ impl ToolContext {
     pub fn with_progress(mut self, sink: ProgressSink) -> ToolContext {
         self.progress = Some(sink);
         self
+    }
+
+    /// The same context, reading and writing files through `files` (an editor's, when the
+    /// caller attached one; else the local disk).
+    pub fn with_files(mut self, files: Arc<dyn FileAccess>) -> ToolContext {
+        self.files = Some(files);
+        self
+    }
+
+    /// The same context, with `dirs` as the session's directories besides its cwd.
+    pub fn with_extra_roots(mut self, dirs: Vec<PathBuf>) -> ToolContext {
+        self.extra_roots = dirs;
+        self
+    }
+
+    /// Where the caller's files are read and written; `None` when nobody provided any.
+    pub fn files(&self) -> Option<&Arc<dyn FileAccess>> {
+        self.files.as_ref()
+    }
+
+    /// The session's directories: its cwd and any others; `None` without a cwd.
+    pub fn roots(&self) -> Option<Roots> {
+        self.session_cwd
+            .as_ref()
+            .map(|cwd| Roots::new(cwd.clone(), self.extra_roots.clone()))
     }
 
     /// Reports `text` as the call's progress (nothing happens when nobody watches).

@@ -1,6 +1,6 @@
 //! Seam role: definition (layer 2) — tools: the [`Tool`] trait, tool schemas, [`ToolContext`],
 //! the [`ToolRegistry`] spine with its standard in-memory implementation, the
-//! [`ApprovalGate`], the presentation types a front end renders calls with, and
+//! [`ApprovalGate`] and the [`PermissionMode`]s it applies, the presentation types a front end renders calls with, and
 //! [`safe_text`], the filter every front end passes outside text through before showing it.
 //!
 //! Tool plugins register tools into the one registry; the agent loop takes an immutable
@@ -24,6 +24,7 @@
 mod approval;
 pub mod codes;
 mod context;
+mod permission;
 mod present;
 mod registry;
 pub mod safe_text;
@@ -32,7 +33,10 @@ mod tool;
 pub use approval::{ApprovalDecision, ApprovalGate, ApprovalRequest};
 pub use codes::is_result_code;
 pub use context::{ProgressSink, ToolContext};
-pub use present::{TerminalExit, ToolCallView, ToolKindHint, ToolResultView};
+/// The session's directories, which a tool's [`Tool::effect`] weighs paths against.
+pub use dsh_fs::Roots;
+pub use permission::{Effect, PermissionMode, UnknownMode};
+pub use present::{Location, TerminalExit, ToolCallView, ToolKindHint, ToolResultView};
 pub use registry::{
     StandardToolRegistry, ToolRegistry, ToolRegistryError, ToolRegistryPlugin, ToolSet,
     valid_tool_name,

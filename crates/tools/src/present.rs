@@ -18,8 +18,8 @@ pub enum ToolCallView {
         raw_input: Value,
         /// Text blocks to show.
         content: Vec<String>,
-        /// Files it touches.
-        locations: Vec<PathBuf>,
+        /// Files it touches, with the line it is at when known (an editor follows it).
+        locations: Vec<Location>,
     },
     /// A terminal running a command.
     Terminal {
@@ -34,6 +34,25 @@ pub enum ToolCallView {
     },
 }
 
+/// A place in a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The file, absolute or relative to the session's cwd.
+    pub path: PathBuf,
+    /// The 1-based line, when the call is about one.
+    pub line: Option<u32>,
+}
+
+impl Location {
+    /// The file `path`, no line.
+    pub fn file(path: impl Into<PathBuf>) -> Location {
+        Location {
+            path: path.into(),
+            line: None,
+        }
+    }
+}
+
 /// How to show a result.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ToolResultView {
@@ -41,6 +60,20 @@ pub enum ToolResultView {
     Generic {
         /// The blocks.
         content: Vec<String>,
+    },
+    /// A change to one file: the changed region before and after (with a few lines of
+    /// context around it, not necessarily the whole file).
+    Diff {
+        /// The file.
+        path: PathBuf,
+        /// The region before the change; empty for a new file.
+        old_text: String,
+        /// The region after it.
+        new_text: String,
+        /// The 1-based line the region starts at.
+        first_line: u32,
+        /// One line saying what changed ("2 replacements", "created, 40 lines").
+        summary: String,
     },
     /// A terminal's output and how it exited.
     Terminal {

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::codes::is_result_code;
 use crate::context::ToolContext;
+use crate::permission::Effect;
 use crate::present::{ToolCallView, ToolResultView};
+use dsh_fs::Roots;
 use dsh_session::{ToolCallRecord, ToolResultRecord};
 
 /// What the model is told about a tool.
@@ -85,10 +87,12 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
-    /// Pure and cheap. `true` makes the loop consult the agent's approval gate first.
-    fn requires_approval(&self, args: &serde_json::Value) -> bool {
-        let _ = args;
-        false
+    /// What the call with `args` would do, for the permission mode to weigh. Cheap; it may
+    /// look at the disk (whether a path leads outside `roots`). The default is the cautious
+    /// answer: anything may happen.
+    fn effect(&self, args: &serde_json::Value, roots: &Roots) -> Effect {
+        let _ = (args, roots);
+        Effect::Execute
     }
 
     /// Runs the call. The body should watch `cx.cancellation()` and return promptly when it

@@ -97,13 +97,15 @@ pub(super) fn parts(conn: &Conn) -> Parts {
     let (queue, items) = mpsc::unbounded_channel();
     let grants = Arc::new(Grants::default());
     let gate = match conn.config.permission {
-        PermissionMode::Ask => Some(Arc::new(SessionGate {
+        PermissionMode::Ask | PermissionMode::AcceptEdits => Some(Arc::new(SessionGate {
+            mode: conn.config.permission,
             queue: queue.clone(),
             grants: grants.clone(),
             outgoing: conn.outgoing.clone(),
             out: conn.out.clone(),
             one_at_a_time: tokio::sync::Mutex::new(()),
-        }) as Arc<dyn ApprovalGate>),
+        })
+            as Arc<dyn ApprovalGate>),
         PermissionMode::Allow => None,
     };
     Parts {

@@ -19,6 +19,7 @@ fn rig() -> Rig {
     let (queue, items) = mpsc::unbounded_channel();
     let outgoing = Arc::new(OutgoingTable::default());
     let gate = Arc::new(SessionGate {
+        mode: dsh_tools::PermissionMode::Ask,
         queue,
         grants: Arc::default(),
         outgoing: outgoing.clone(),
@@ -41,6 +42,7 @@ fn request(cancel: &CancellationToken) -> ApprovalRequest {
         call_id: "call".into(),
         tool: "bash".into(),
         arguments: json!({"command": "true"}),
+        effect: dsh_tools::Effect::Execute,
         cancel: cancel.clone(),
     }
 }

@@ -156,6 +156,10 @@ async fn a_cancel_while_approval_is_pending_withdraws_it_and_runs_nothing() {
     struct Waits(Mutex<Option<tokio::sync::oneshot::Sender<()>>>);
     #[async_trait::async_trait]
     impl ApprovalGate for Waits {
+        fn mode(&self) -> dsh_tools::PermissionMode {
+            dsh_tools::PermissionMode::Ask
+        }
+
         async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
             if let Some(tx) = self.0.lock().unwrap().take() {
                 let _ = tx.send(());

@@ -257,8 +257,12 @@ impl Tool for Probe {
     fn parallel_safe(&self) -> bool {
         self.parallel
     }
-    fn requires_approval(&self, _args: &serde_json::Value) -> bool {
-        self.approval
+    fn effect(&self, _args: &serde_json::Value, _roots: &dsh_tools::Roots) -> dsh_tools::Effect {
+        if self.approval {
+            dsh_tools::Effect::Execute
+        } else {
+            dsh_tools::Effect::Read
+        }
     }
     fn call(
         &self,

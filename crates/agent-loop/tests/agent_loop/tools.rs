@@ -213,6 +213,10 @@ struct Scripted(std::sync::Mutex<Vec<ApprovalDecision>>);
 
 #[async_trait::async_trait]
 impl ApprovalGate for Scripted {
+    fn mode(&self) -> dsh_tools::PermissionMode {
+        dsh_tools::PermissionMode::Ask
+    }
+
     async fn decide(&self, _request: ApprovalRequest) -> ApprovalDecision {
         self.0.lock().unwrap().remove(0)
     }

@@ -139,11 +139,7 @@ impl Settings {
                 _ => None,
             })?,
             headers: loaded.map(|l| l.headers).unwrap_or_default(),
-            acp_permission: typed.get("acp.permission", |t| match t {
-                "ask" => Some(PermissionMode::Ask),
-                "allow" => Some(PermissionMode::Allow),
-                _ => None,
-            })?,
+            acp_permission: typed.get("acp.permission", |t| t.parse::<PermissionMode>().ok())?,
             acp_max_line_bytes: typed.get("acp.max_line_bytes", |t| t.parse().ok())?,
             acp_cancel_grace: typed.get("acp.cancel_grace_ms", millis)?,
             acp_teardown_deadline: typed.get("acp.teardown_deadline_ms", millis)?,
@@ -248,6 +244,7 @@ fn flag_text(flag: &str, global: &Global, flags: CommandFlags) -> Result<Option<
         "--permission" => flags.acp_permission.map(|p| {
             match p {
                 AcpPermission::Ask => "ask",
+                AcpPermission::AcceptEdits => "accept-edits",
                 AcpPermission::Allow => "allow",
             }
             .to_owned()

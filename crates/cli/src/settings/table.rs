@@ -95,7 +95,7 @@ pub const KEYS: &[Key] = &[
     key("http.max_retries", Kind::Int { min: 0, max: 10 }, Default::Is("4")),
     key("http.send_reasoning_content", Kind::Bool, Default::Is("true")),
     key("http.max_tokens_field", Kind::Choice(&["max_tokens", "max_completion_tokens"]), Default::Is("max_tokens")),
-    flag(key("acp.permission", Kind::Choice(&["ask", "allow"]), Default::Is("ask")), "--permission"),
+    flag(key("acp.permission", Kind::Choice(&["ask", "accept-edits", "allow"]), Default::Is("ask")), "--permission"),
     key("acp.max_line_bytes", Kind::Int { min: 1024, max: 1 << 30 }, Default::Is("33554432")),
     key("acp.cancel_grace_ms", Kind::Int { min: 1, max: 600_000 }, Default::Is("5000")),
     key("acp.teardown_deadline_ms", Kind::Int { min: 1, max: 600_000 }, Default::Is("10000")),

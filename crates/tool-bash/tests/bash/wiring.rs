@@ -12,7 +12,7 @@ use dsh_shell::{
 };
 use dsh_tool_bash::BashToolsPlugin;
 use dsh_tools::{
-    StandardToolRegistry, TerminalExit, ToolCallView, ToolKindHint, ToolRegistry,
+    Effect, Roots, StandardToolRegistry, TerminalExit, ToolCallView, ToolKindHint, ToolRegistry,
     ToolRegistryPlugin, ToolResultView,
 };
 use serde_json::json;
@@ -90,13 +90,14 @@ async fn three_tools_in_order_with_their_flags_schemas_and_descriptions() {
         (false, true, false)
     );
     let any = json!({});
+    let roots = Roots::new("/", Vec::new());
     assert_eq!(
         (
-            bash.requires_approval(&any),
-            output.requires_approval(&any),
-            kill.requires_approval(&any)
+            bash.effect(&any, &roots),
+            output.effect(&any, &roots),
+            kill.effect(&any, &roots)
         ),
-        (true, false, false)
+        (Effect::Execute, Effect::Read, Effect::Read)
     );
     let schema = bash.schema();
     for needle in [

@@ -1,0 +1,142 @@
+//! `edit`: exact replacements in a file the model has read, applied together or not at all.
+
+use std::sync::Arc;
+
+use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::{
+    Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
+    ToolSchema,
+};
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use crate::args::{self, EditArgs};
+use crate::config::ToolFsConfig;
+use crate::errors::{from_fs, invalid};
+use crate::find::{apply, line_of};
+use crate::ledger::Ledger;
+use crate::present;
+use crate::region;
+use crate::target::{locate, shown};
+use crate::write::{check_seen, effect_of};
+
+/// The `edit` tool.
+pub(crate) struct EditTool {
+    pub config: ToolFsConfig,
+    pub ledger: Arc<Ledger>,
+}
+
+impl Tool for EditTool {
+    fn schema(&self) -> ToolSchema {
+        let one = json!({
+            "old_string": {"type": "string", "description": "The exact text to replace, as in the file (without read's line numbers), with enough surrounding lines to be unique."},
+            "new_string": {"type": "string", "description": "The text to put in its place."},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one."}
+        });
+        let mut properties = json!({
+            "path": {"type": "string", "description": "The file, absolute or relative to the working directory."},
+            "edits": {
+                "type": "array",
+                "description": "Several replacements in this file, applied in order, all or none. Instead of old_string and new_string.",
+                "items": {"type": "object", "properties": one.clone(), "required": ["old_string", "new_string"], "additionalProperties": false}
+            }
+        });
+        if let (Some(all), Some(one)) = (properties.as_object_mut(), one.as_object()) {
+            all.extend(one.clone());
+        }
+        ToolSchema {
+            name: "edit".into(),
+            description: "Replace exact text in a file you have read in this session. old_string must match exactly once (or set replace_all). Several changes to one file go in one call with edits. Refused if the file changed since you read it: read it again.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": properties,
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self, args: &serde_json::Value, roots: &Roots) -> Effect {
+        effect_of(args, roots)
+    }
+
+    fn call(
+        &self,
+        args: serde_json::Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let max = self.config.max_write_bytes;
+        let ledger = self.ledger.clone();
+        Box::pin(async move {
+            let args: EditArgs = args::parse(args)?;
+            let (path, edits) = args.replacements(max)?;
+            let target = locate(&cx, &path)?;
+            let path = target.resolved.path;
+            let name = shown(&cx, &path);
+            let file = target.files.read(&path).await.map_err(|e| from_fs(&e))?;
+            check_seen(&ledger, &cx, &path, &name, &file.version)?;
+            let mut text = file.text.clone();
+            let mut replaced = 0;
+            let mut first_at = None;
+            for (i, edit) in edits.iter().enumerate() {
+                let which = if edits.len() > 1 {
+                    format!(" (edit {})", i + 1)
+                } else {
+                    String::new()
+                };
+                if first_at.is_none() {
+                    first_at = text.find(&edit.old_string).map(|at| line_of(&text, at));
+                }
+                let (next, n) = apply(&text, edit, &name, &which)?;
+                text = next;
+                replaced += n;
+            }
+            if text.len() > max {
+                return Err(invalid(format!(
+                    "the edited file would be {} bytes, over the {max}-byte limit",
+                    text.len()
+                )));
+            }
+            let version = target
+                .files
+                .write(&path, &text, Some(&file.version))
+                .await
+                .map_err(|e| from_fs(&e))?;
+            ledger.saw(&cx, &path, version);
+            let line = first_at.unwrap_or(1);
+            let summary = match replaced {
+                1 => format!("edited {name}: 1 replacement at line {line}"),
+                n => format!("edited {name}: {n} replacements from line {line}"),
+            };
+            let meta = region::meta(
+                &path.display().to_string(),
+                &file.text,
+                &text,
+                false,
+                &summary,
+            );
+            let (first_line, _, new_region) = region::changed(&file.text, &text);
+            let mut content = format!("{summary}. The changed lines now read:\n");
+            for (i, l) in new_region.lines().take(40).enumerate() {
+                content.push_str(&format!("{:>6}\t{l}\n", first_line + i));
+            }
+            Ok(ToolOutput {
+                content,
+                is_error: false,
+                meta: Some(meta),
+            })
+        })
+    }
+
+    fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
+        present::change_call(call, "Edit")
+    }
+
+    fn present_result(
+        &self,
+        call: &ToolCallRecord,
+        result: &ToolResultRecord,
+    ) -> Option<ToolResultView> {
+        present::diff_result(call, result)
+    }
+}

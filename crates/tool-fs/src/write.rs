@@ -1,0 +1,143 @@
+//! `write`: create a file, or overwrite one the model has read.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_fs::{FsError, Version};
+use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::{
+    Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
+    ToolSchema,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::args::{self, WriteArgs};
+use crate::config::ToolFsConfig;
+use crate::errors::from_fs;
+use crate::ledger::Ledger;
+use crate::present;
+use crate::region;
+use crate::target::{locate, shown};
+
+/// The `write` tool.
+pub(crate) struct WriteTool {
+    pub config: ToolFsConfig,
+    pub ledger: Arc<Ledger>,
+}
+
+impl Tool for WriteTool {
+    fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: "write".into(),
+            description: "Create a file with the given content, or replace all of an existing file you have read in this session (missing directories are created). To change part of a file, use edit.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The file, absolute or relative to the working directory."},
+                    "content": {"type": "string", "description": "The whole new content."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn effect(&self, args: &Value, roots: &Roots) -> Effect {
+        effect_of(args, roots)
+    }
+
+    fn call(
+        &self,
+        args: Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let max = self.config.max_write_bytes;
+        let ledger = self.ledger.clone();
+        Box::pin(async move {
+            let args: WriteArgs = args::parse(args)?;
+            args::non_empty("path", &args.path)?;
+            args::at_most("content", &args.content, max)?;
+            let target = locate(&cx, &args.path)?;
+            let path = target.resolved.path;
+            let name = shown(&cx, &path);
+            let (old, expected) = match target.files.read(&path).await {
+                Ok(file) => {
+                    check_seen(&ledger, &cx, &path, &name, &file.version)?;
+                    (Some(file.text), Some(file.version))
+                }
+                Err(FsError::NotFound { .. }) => (None, None),
+                Err(err) => return Err(from_fs(&err)),
+            };
+            let version = target
+                .files
+                .write(&path, &args.content, expected.as_ref())
+                .await
+                .map_err(|e| from_fs(&e))?;
+            ledger.saw(&cx, &path, version);
+            let lines = args.content.lines().count();
+            let summary = match &old {
+                None => format!("created {name} ({lines} lines)"),
+                Some(_) => format!("wrote {name} ({lines} lines)"),
+            };
+            let meta = region::meta(
+                &path.display().to_string(),
+                old.as_deref().unwrap_or(""),
+                &args.content,
+                old.is_none(),
+                &summary,
+            );
+            Ok(ToolOutput {
+                content: format!("{summary}."),
+                is_error: false,
+                meta: Some(meta),
+            })
+        })
+    }
+
+    fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
+        present::change_call(call, "Write")
+    }
+
+    fn present_result(
+        &self,
+        call: &ToolCallRecord,
+        result: &ToolResultRecord,
+    ) -> Option<ToolResultView> {
+        present::diff_result(call, result)
+    }
+}
+
+/// An edit or write inside the roots is an edit; elsewhere, or with no readable path, it is
+/// an edit outside (which asks in more modes).
+pub(crate) fn effect_of(args: &Value, roots: &Roots) -> Effect {
+    match args
+        .get("path")
+        .and_then(Value::as_str)
+        .map(|p| roots.resolve(p))
+    {
+        Some(Ok(resolved)) if resolved.inside => Effect::Edit,
+        Some(Ok(_) | Err(_)) | None => Effect::EditOutside,
+    }
+}
+
+/// The caller must have read `path`, and it must not have changed since.
+pub(crate) fn check_seen(
+    ledger: &Ledger,
+    cx: &ToolContext,
+    path: &Path,
+    name: &str,
+    now: &Version,
+) -> Result<(), ToolError> {
+    match ledger.seen(cx, path) {
+        None => Err(ToolError::new(
+            "not_read",
+            format!("{name} has not been read in this session: read it first, then change it."),
+        )),
+        Some(seen) if &seen != now => Err(ToolError::new(
+            "stale",
+            format!("{name} changed since you last read it: read it again, then change it."),
+        )),
+        Some(_) => Ok(()),
+    }
+}

@@ -1,0 +1,111 @@
+//! Permission modes: which calls ask first. One vocabulary for `dsh run`, `dsh acp`, the
+//! config file and an editor's mode picker; one total function decides.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// What a call would do, as far as asking first is concerned. A tool says it from the call's
+/// arguments ([`crate::Tool::effect`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Effect {
+    /// Reads or searches; changes nothing.
+    Read,
+    /// Changes files inside the session's directories.
+    Edit,
+    /// Changes files outside the session's directories.
+    EditOutside,
+    /// Runs a program or reaches another system (bash, an MCP tool): anything may happen.
+    Execute,
+}
+
+/// Which calls ask first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PermissionMode {
+    /// Edits and commands ask; reads never do.
+    Ask,
+    /// Edits inside the session's directories run; commands and edits outside ask.
+    AcceptEdits,
+    /// Nothing asks.
+    Allow,
+}
+
+impl PermissionMode {
+    /// Every mode, in the order a picker lists them.
+    pub const ALL: [PermissionMode; 3] = [
+        PermissionMode::Ask,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Allow,
+    ];
+
+    /// Whether a call with `effect` asks first in this mode.
+    pub fn asks(self, effect: Effect) -> bool {
+        match (self, effect) {
+            (_, Effect::Read) | (PermissionMode::Allow, _) => false,
+            (PermissionMode::Ask, Effect::Edit | Effect::EditOutside | Effect::Execute) => true,
+            (PermissionMode::AcceptEdits, Effect::Edit) => false,
+            (PermissionMode::AcceptEdits, Effect::EditOutside | Effect::Execute) => true,
+        }
+    }
+
+    /// The mode's name in flags, config files and ACP: `ask`, `accept-edits`, `allow`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Ask => "ask",
+            PermissionMode::AcceptEdits => "accept-edits",
+            PermissionMode::Allow => "allow",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a mode.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown permission mode {0:?}: expected ask, accept-edits or allow")]
+pub struct UnknownMode(pub String);
+
+impl FromStr for PermissionMode {
+    type Err = UnknownMode;
+
+    fn from_str(s: &str) -> Result<PermissionMode, UnknownMode> {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == s)
+            .ok_or_else(|| UnknownMode(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_mode_asks_for_exactly_its_effects() {
+        use Effect::*;
+        use PermissionMode::*;
+        // (mode, [Read, Edit, EditOutside, Execute])
+        let table = [
+            (Ask, [false, true, true, true]),
+            (AcceptEdits, [false, false, true, true]),
+            (Allow, [false, false, false, false]),
+        ];
+        for (mode, row) in table {
+            for (effect, want) in [Read, Edit, EditOutside, Execute].into_iter().zip(row) {
+                assert_eq!(mode.asks(effect), want, "{mode} {effect:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn names_round_trip_and_a_wrong_one_lists_the_right_ones() {
+        for mode in PermissionMode::ALL {
+            assert_eq!(mode.as_str().parse::<PermissionMode>(), Ok(mode));
+        }
+        let err = "acceptEdits".parse::<PermissionMode>().unwrap_err();
+        assert!(err.to_string().contains("ask, accept-edits or allow"));
+    }
+}
