@@ -67,6 +67,20 @@ pub struct AcpDriver {
     pub policy: Policy,
     /// Permission requests seen (their frames).
     pub asked: Vec<Value>,
+    /// When set, the driver answers `fs/read_text_file` and `fs/write_text_file` as an
+    /// editor holding these buffers would.
+    pub editor: Option<Editor>,
+}
+
+/// An editor's open buffers, as the driver plays one.
+#[derive(Debug, Default)]
+pub struct Editor {
+    /// Unsaved buffers by absolute path; a read of any other path reads the disk.
+    pub buffers: std::collections::HashMap<std::path::PathBuf, String>,
+    /// Answer every write with an error.
+    pub fail_writes: bool,
+    /// The `fs/*` requests received, in order.
+    pub calls: Vec<Value>,
 }
 
 /// What the driver waits at most for any one frame: a hang detector, not a budget.
@@ -145,6 +159,7 @@ impl AcpDriver {
             next_id: 1,
             policy: Policy::Allow,
             asked: Vec::new(),
+            editor: None,
         }
     }
 
@@ -205,7 +220,42 @@ impl AcpDriver {
             self.asked.push(frame.clone());
             self.answer_permission(&frame);
         }
+        if frame["method"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("fs/"))
+        {
+            self.answer_fs(&frame);
+        }
         Some(frame)
+    }
+
+    fn answer_fs(&mut self, frame: &Value) {
+        let Some(editor) = self.editor.as_mut() else {
+            return;
+        };
+        editor.calls.push(frame.clone());
+        let id = frame["id"].clone();
+        let path = std::path::PathBuf::from(frame["params"]["path"].as_str().unwrap_or_default());
+        let answer = match frame["method"].as_str() {
+            Some("fs/read_text_file") => match editor.buffers.get(&path) {
+                Some(text) => json!({"jsonrpc": "2.0", "id": id, "result": {"content": text}}),
+                None => match std::fs::read_to_string(&path) {
+                    Ok(text) => json!({"jsonrpc": "2.0", "id": id, "result": {"content": text}}),
+                    Err(_) => json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32002, "message": "Resource not found"}}),
+                },
+            },
+            Some("fs/write_text_file") if editor.fail_writes => json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32603, "message": "the buffer is read-only"}}),
+            Some("fs/write_text_file") => {
+                let content = frame["params"]["content"].as_str().unwrap_or_default();
+                editor.buffers.insert(path, content.to_owned());
+                json!({"jsonrpc": "2.0", "id": id, "result": null})
+            }
+            _ => json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "Method not found"}}),
+        };
+        self.send(&answer);
     }
 
     fn answer_permission(&mut self, frame: &Value) {
@@ -272,6 +322,11 @@ impl AcpDriver {
         } else {
             json!({})
         };
+        self.initialize_with(caps)
+    }
+
+    /// `initialize` with these client capabilities; returns the result.
+    pub fn initialize_with(&mut self, caps: Value) -> Value {
         let id = self.request(
             "initialize",
             json!({"protocolVersion": 1, "clientCapabilities": caps,

@@ -121,15 +121,8 @@ impl Conn {
             Err(error) => return reply.send(Err(error)),
         };
         contained(method, move || match request {
-            Request::Initialize {
-                terminal_output,
-                notices,
-            } => {
-                reply.send(Ok(crate::handlers::initialize(
-                    self,
-                    terminal_output,
-                    notices,
-                )));
+            Request::Initialize(caps) => {
+                reply.send(Ok(crate::handlers::initialize(self, caps)));
             }
             Request::Authenticate => reply.send(Ok(json!({}))),
             Request::NewSession(request) => crate::handlers::new_session(self, reply, *request),

@@ -26,6 +26,7 @@
 
 mod conn;
 mod envelope;
+mod files;
 mod handlers;
 mod outgoing;
 mod permission;

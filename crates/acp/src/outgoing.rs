@@ -1,5 +1,6 @@
-//! Requests the bridge sends the client (only `session/request_permission`), and the table
-//! that routes the client's answers back to whoever waits for them.
+//! Requests the bridge sends the client (`session/request_permission`, `fs/read_text_file`,
+//! `fs/write_text_file`), and the table that routes the client's answers back to whoever
+//! waits for them.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};

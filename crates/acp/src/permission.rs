@@ -66,6 +66,7 @@ impl ApprovalGate for SessionGate {
             step: request.step,
             call_id: request.call_id.clone(),
             tool: request.tool.clone(),
+            preview: request.preview.clone(),
             reply,
         };
         if self.queue.send(item).is_err() {

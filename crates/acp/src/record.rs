@@ -17,7 +17,7 @@ use agent_client_protocol_schema::v1::{
 use dsh_agent::record::Record as LogRecord;
 use dsh_agent::{Agent, AgentHandle, MessageId, TurnOutcome};
 use dsh_session::{EventType, SessionEvent, SessionId};
-use dsh_tools::{Roots, ToolRegistry};
+use dsh_tools::{Roots, ToolRegistry, ToolResultView};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -64,6 +64,8 @@ pub(crate) enum Item {
         step: u32,
         call_id: String,
         tool: String,
+        /// What the call would change (an edit's diff), shown in the question.
+        preview: Option<ToolResultView>,
         reply: oneshot::Sender<Option<(i64, Answer)>>,
     },
     /// An asked-about call was allowed: it is now running.
@@ -154,6 +156,7 @@ pub(crate) async fn ordered_path(
                 step,
                 call_id,
                 tool,
+                preview,
                 reply,
             } => {
                 let open = record
@@ -168,7 +171,7 @@ pub(crate) async fn ordered_path(
                     continue;
                 };
                 let (id, answer) = parts.outgoing.register();
-                let request = permission_request(&record.id, &tool, call);
+                let request = permission_request(&record.id, &tool, call, preview, &record.cwd);
                 parts
                     .out
                     .send(request_frame(id, "session/request_permission", request))
@@ -371,7 +374,13 @@ async fn send_updates(out: &FrameSender, id: &SessionId, updates: Vec<SessionUpd
     }
 }
 
-fn permission_request(id: &SessionId, tool: &str, call: crate::render::Announced) -> Value {
+fn permission_request(
+    id: &SessionId,
+    tool: &str,
+    call: crate::render::Announced,
+    preview: Option<ToolResultView>,
+    cwd: &std::path::Path,
+) -> Value {
     let options = vec![
         PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
         PermissionOption::new(
@@ -381,14 +390,28 @@ fn permission_request(id: &SessionId, tool: &str, call: crate::render::Announced
         ),
         PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
     ];
+    let mut content = call.content;
+    let mut fields = ToolCallUpdateFields::new()
+        .title(call.title)
+        .kind(call.kind)
+        .status(ToolCallStatus::Pending)
+        .raw_input(call.raw_input);
+    // The question shows what the call would change, as the finished card will.
+    if let Some(ToolResultView::Diff {
+        path,
+        old_text,
+        new_text,
+        first_line,
+        summary: _,
+    }) = preview
+    {
+        let (diff, location) = crate::render::diff_card(cwd, path, old_text, new_text, first_line);
+        content.push(diff);
+        fields = fields.locations(vec![location]);
+    }
     let tool_call = ToolCallUpdate::new(
         ToolCallId::new(call.tool_call_id.as_str()),
-        ToolCallUpdateFields::new()
-            .title(call.title)
-            .kind(call.kind)
-            .status(ToolCallStatus::Pending)
-            .raw_input(call.raw_input)
-            .content(call.content),
+        fields.content(content),
     );
     json!({
         "sessionId": id.as_str(),

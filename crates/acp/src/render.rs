@@ -13,7 +13,7 @@ mod props;
 mod tests;
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Diff, SessionUpdate, Terminal, ToolCall, ToolCallContent,
@@ -479,17 +479,13 @@ impl Renderer {
                     first_line,
                     summary: _,
                 }) => {
-                    let path = absolute(cx.cwd, path);
-                    // A file that did not exist has no old text: the card shows a creation.
-                    let created = old_text.is_empty() && first_line == 1;
-                    let diff =
-                        Diff::new(path.clone(), new_text).old_text((!created).then_some(old_text));
+                    let (diff, location) = diff_card(cx.cwd, path, old_text, new_text, first_line);
                     ToolCallUpdate::new(
                         tool_call_id,
                         ToolCallUpdateFields::new()
                             .status(ToolCallStatus::Completed)
-                            .content(vec![ToolCallContent::Diff(diff)])
-                            .locations(vec![ToolCallLocation::new(path).line(first_line)]),
+                            .content(vec![diff])
+                            .locations(vec![location]),
                     )
                 }
                 Some(ToolResultView::Generic { content }) => ToolCallUpdate::new(
@@ -530,4 +526,22 @@ impl Renderer {
         }
         Some(call)
     }
+}
+
+/// A change as ACP's `diff` content with the location of its first line. A file that did not
+/// exist has no old text, so the card shows a creation.
+pub(crate) fn diff_card(
+    cwd: &Path,
+    path: PathBuf,
+    old_text: String,
+    new_text: String,
+    first_line: u32,
+) -> (ToolCallContent, ToolCallLocation) {
+    let path = absolute(cwd, path);
+    let created = old_text.is_empty() && first_line == 1;
+    let diff = Diff::new(path.clone(), new_text).old_text((!created).then_some(old_text));
+    (
+        ToolCallContent::Diff(diff),
+        ToolCallLocation::new(path).line(first_line),
+    )
 }

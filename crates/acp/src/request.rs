@@ -13,15 +13,23 @@ use serde_json::{Value, json};
 
 use crate::rpc::{RpcError, code};
 
+/// The client capabilities dsh acts on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ClientCaps {
+    /// Zed's terminal cards (`_meta.terminal_output: true`).
+    pub terminal_output: bool,
+    /// Notices (`session.notices`).
+    pub notices: bool,
+    /// Both `fs.readTextFile` and `fs.writeTextFile`: tools read and write through the
+    /// editor.
+    pub files: bool,
+}
+
 /// A request dsh serves, with its decoded params.
 #[derive(Debug)]
 pub(crate) enum Request {
-    /// `initialize`; `terminal_output` is Zed's `_meta.terminal_output` client capability,
-    /// `notices` the `session.notices` one.
-    Initialize {
-        terminal_output: bool,
-        notices: bool,
-    },
+    /// `initialize`, with what the client can do.
+    Initialize(ClientCaps),
     /// `authenticate`: dsh offers no method, so any call succeeds with nothing to do.
     Authenticate,
     /// `session/new`.
@@ -59,14 +67,21 @@ impl Request {
                 _ => RpcError::new(code::INVALID_PARAMS, "Invalid params"),
             })?;
         match decoded {
-            ClientRequest::InitializeRequest(_) => Ok(Request::Initialize {
-                terminal_output: params
-                    .pointer("/clientCapabilities/_meta/terminal_output")
-                    .is_some_and(|v| v == &Value::Bool(true)),
-                notices: params
-                    .pointer("/clientCapabilities/session/notices")
-                    .is_some_and(Value::is_object),
-            }),
+            ClientRequest::InitializeRequest(_) => {
+                let flag = |pointer: &str| {
+                    params
+                        .pointer(pointer)
+                        .is_some_and(|v| v == &Value::Bool(true))
+                };
+                Ok(Request::Initialize(ClientCaps {
+                    terminal_output: flag("/clientCapabilities/_meta/terminal_output"),
+                    notices: params
+                        .pointer("/clientCapabilities/session/notices")
+                        .is_some_and(Value::is_object),
+                    files: flag("/clientCapabilities/fs/readTextFile")
+                        && flag("/clientCapabilities/fs/writeTextFile"),
+                }))
+            }
             ClientRequest::NewSessionRequest(request) => Ok(Request::NewSession(Box::new(request))),
             ClientRequest::LoadSessionRequest(request) => {
                 Ok(Request::LoadSession(Box::new(request)))
@@ -127,17 +142,19 @@ mod tests {
             "clientCapabilities": {"_meta": {"terminal_output": true}}});
         assert!(matches!(
             Request::decode("initialize", &init),
-            Ok(Request::Initialize {
+            Ok(Request::Initialize(ClientCaps {
                 terminal_output: true,
-                notices: false
-            })
+                notices: false,
+                files: false
+            }))
         ));
         assert!(matches!(
             Request::decode("initialize", &json!({"protocolVersion": 1})),
-            Ok(Request::Initialize {
+            Ok(Request::Initialize(ClientCaps {
                 terminal_output: false,
-                notices: false
-            })
+                notices: false,
+                files: false
+            }))
         ));
         assert!(matches!(
             Request::decode("authenticate", &json!({})),

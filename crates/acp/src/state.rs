@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::record::Record;
 use crate::reply::Reply;
+use crate::request::ClientCaps;
 
 /// A prompt held behind its session's load.
 pub(crate) struct Deferred {
@@ -33,10 +34,8 @@ pub(crate) struct Deferred {
 struct Inner {
     /// A successful `initialize` was answered.
     initialized: bool,
-    /// The client asked for Zed's terminal cards (`_meta.terminal_output: true`).
-    terminal_output: bool,
-    /// The client can show notices (`session.notices`).
-    notices: bool,
+    /// What the client can do, from its `initialize`.
+    caps: ClientCaps,
     /// Teardown began: nothing new is installed.
     closed: bool,
     /// Live sessions by id.
@@ -51,15 +50,19 @@ pub(crate) struct ConnState(Mutex<Inner>);
 
 impl ConnState {
     /// `initialize` was answered, with this terminal-card choice (a later one replaces it).
-    pub(crate) fn initialize(&self, terminal_output: bool, notices: bool) {
+    pub(crate) fn initialize(&self, caps: ClientCaps) {
         let mut inner = self.0.lock();
         inner.initialized = true;
-        inner.terminal_output = terminal_output;
-        inner.notices = notices;
+        inner.caps = caps;
     }
 
     pub(crate) fn notices(&self) -> bool {
-        self.0.lock().notices
+        self.0.lock().caps.notices
+    }
+
+    /// Whether tools read and write through the editor.
+    pub(crate) fn editor_files(&self) -> bool {
+        self.0.lock().caps.files
     }
 
     pub(crate) fn is_initialized(&self) -> bool {
@@ -67,7 +70,7 @@ impl ConnState {
     }
 
     pub(crate) fn terminal_output(&self) -> bool {
-        self.0.lock().terminal_output
+        self.0.lock().caps.terminal_output
     }
 
     /// The live record of `session_id`, if this connection has one.

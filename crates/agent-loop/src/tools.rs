@@ -211,6 +211,14 @@ impl Phase<'_, '_> {
             )));
         }
         if let Some(gate) = approval {
+            let preview = tokio::select! {
+                biased;
+                _ = self.token.cancelled() => return Err(PhaseEnd::Cancelled),
+                // A preview that panics shows nothing; the question is still asked.
+                preview = dsh_kernel::contain::catch_future(tool.preview(&args, &self.context(index))) => {
+                    preview.ok().flatten()
+                }
+            };
             let request = ApprovalRequest {
                 session_id: agent.id.clone(),
                 turn: self.turn,
@@ -219,6 +227,7 @@ impl Phase<'_, '_> {
                 tool: call.name.clone(),
                 arguments: args.clone(),
                 effect,
+                preview,
                 cancel: self.token.clone(),
             };
             let decision = tokio::select! {
@@ -260,12 +269,8 @@ impl Phase<'_, '_> {
         self.slots[index].call_seq = self.writer.append(&kinds.tool_call, record).map(|e| e.seq);
     }
 
-    fn spawn(
-        &mut self,
-        index: usize,
-        tool: Arc<dyn Tool>,
-        args: serde_json::Value,
-    ) -> Result<(), PhaseEnd> {
+    /// The context a body (or a preview) of call `index` gets, before progress is attached.
+    fn context(&self, index: usize) -> ToolContext {
         let agent = self.writer.agent;
         let cx = ToolContext::for_caller(
             agent.id.clone(),
@@ -275,10 +280,20 @@ impl Phase<'_, '_> {
         )
         .with_call(self.slots[index].call.id.clone(), self.turn, self.step)
         .with_extra_roots(agent.additional_dirs.clone());
-        let cx = match agent.file_access() {
+        match agent.file_access() {
             Some(files) => cx.with_files(files),
             None => cx,
-        };
+        }
+    }
+
+    fn spawn(
+        &mut self,
+        index: usize,
+        tool: Arc<dyn Tool>,
+        args: serde_json::Value,
+    ) -> Result<(), PhaseEnd> {
+        let agent = self.writer.agent;
+        let cx = self.context(index);
         let progress = CallProgress::new(
             agent.session.clone(),
             agent.shared.kinds.progress.clone(),

@@ -16,7 +16,7 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 
 use async_trait::async_trait;
-use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode};
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode, ToolResultView};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::Mutex;
@@ -91,13 +91,35 @@ impl ApprovalGate for TerminalGate {
 
 /// `dsh · allow bash: ls -la? [y/N] `: bash shows its command, other tools their arguments.
 fn question(request: &ApprovalRequest) -> String {
-    let shown = match request.arguments.get("command").and_then(|c| c.as_str()) {
-        Some(command) if request.tool == "bash" => command.to_owned(),
-        _ => request.arguments.to_string(),
+    let args = &request.arguments;
+    let shown = match (args["command"].as_str(), args["path"].as_str()) {
+        (Some(command), _) if request.tool == "bash" => command.to_owned(),
+        (_, Some(path)) if request.preview.is_some() => path.to_owned(),
+        _ => args.to_string(),
     };
     // The command comes from the model: it must not drive the terminal it is shown on.
     let shown = elide(SafeText::plain(&shown).trim_end());
-    format!("dsh · allow {}: {shown}? [y/N] ", request.tool)
+    // An edit shows what it would change above the question.
+    let change = match &request.preview {
+        Some(ToolResultView::Diff {
+            old_text,
+            new_text,
+            first_line,
+            summary,
+            path: _,
+        }) => crate::change::diff(summary, *first_line as usize, old_text, new_text, colour()),
+        Some(ToolResultView::Generic { .. } | ToolResultView::Terminal { .. }) | None => {
+            String::new()
+        }
+    };
+    format!("{change}dsh · allow {}: {shown}? [y/N] ", request.tool)
+}
+
+/// Whether the question may be coloured: it goes to the terminal itself, so only the user's
+/// `NO_COLOR` and a dumb terminal say no.
+fn colour() -> bool {
+    std::env::var("NO_COLOR").map_or(true, |v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
 fn elide(text: &str) -> String {
@@ -171,6 +193,7 @@ mod tests {
             tool: tool.into(),
             arguments,
             effect: dsh_tools::Effect::Execute,
+            preview: None,
             cancel: CancellationToken::new(),
         }
     }

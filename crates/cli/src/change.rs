@@ -13,17 +13,28 @@ const SHOWN: usize = 60;
 /// for a result that is not a file tool's.
 pub fn shown(meta: &Value, color: bool) -> Option<String> {
     let summary = meta.get("summary")?.as_str()?;
-    let mut out = match color {
-        true => format!("\x1b[2m  {}\x1b[0m\n", SafeText::plain(summary)),
-        false => format!("  {}\n", SafeText::plain(summary)),
-    };
     let (Some(old), Some(new)) = (
         meta.get("old_text").and_then(Value::as_str),
         meta.get("new_text").and_then(Value::as_str),
     ) else {
-        return Some(out);
+        return Some(summary_line(summary, color));
     };
     let first = meta.get("first_line").and_then(Value::as_u64).unwrap_or(1) as usize;
+    Some(diff(summary, first, old, new, color))
+}
+
+/// The summary line.
+fn summary_line(summary: &str, color: bool) -> String {
+    match color {
+        true => format!("\x1b[2m  {}\x1b[0m\n", SafeText::plain(summary)),
+        false => format!("  {}\n", SafeText::plain(summary)),
+    }
+}
+
+/// The summary and the changed lines of `old` becoming `new`, the region starting at line
+/// `first`.
+pub fn diff(summary: &str, first: usize, old: &str, new: &str, color: bool) -> String {
+    let mut out = summary_line(summary, color);
     let diff = TextDiff::from_lines(old, new);
     let mut lines = 0;
     let mut hidden = 0;
@@ -52,7 +63,7 @@ pub fn shown(meta: &Value, color: bool) -> Option<String> {
     if hidden > 0 {
         out.push_str(&format!("       … {hidden} more diff lines\n"));
     }
-    Some(out)
+    out
 }
 
 #[cfg(test)]

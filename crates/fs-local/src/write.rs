@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use dsh_fs::{FsError, Version};
+use dsh_fs::{FsError, Version, check_expected};
 
 use crate::endings::Shape;
 use crate::ops::WriteOps;
@@ -29,27 +29,13 @@ pub(crate) fn write_checked(
         Err(FsError::NotFound { .. }) => None,
         Err(err) => return Err(err),
     };
-    let (content, mode) = match (&current, expected) {
-        (None, None) => (text.to_owned(), None),
-        (Some(_), None) => {
-            return Err(FsError::Stale {
-                path: path.into(),
-                what: "exists already: read it before overwriting it".into(),
-            });
-        }
-        (None, Some(_)) => {
-            return Err(FsError::Stale {
-                path: path.into(),
-                what: "no longer exists: it was removed since it was read".into(),
-            });
-        }
-        (Some(stored), Some(expected)) => {
-            if &Version::of(&stored.shape.to_lf(&stored.raw)) != expected {
-                return Err(FsError::Stale {
-                    path: path.into(),
-                    what: "changed since it was read: read it again".into(),
-                });
-            }
+    let now = current
+        .as_ref()
+        .map(|stored| Version::of(&stored.shape.to_lf(&stored.raw)));
+    check_expected(path, now.as_ref(), expected)?;
+    let (content, mode) = match &current {
+        None => (text.to_owned(), None),
+        Some(stored) => {
             let mode = std::fs::metadata(&target)
                 .map_err(|err| io_error(path, &err))?
                 .permissions()

@@ -14,7 +14,7 @@
 //!   content have the same version, whichever provider made them.
 //! - A write with an expected version writes only if the file still has that version, and a
 //!   write that creates expects the file to be absent; otherwise it fails [`FsError::Stale`]
-//!   and changes nothing.
+//!   and changes nothing. Every provider decides this with [`check_expected`].
 //! - Paths given to a [`FileAccess`] are absolute; [`Roots::resolve`] makes them so.
 //! - Being outside the roots never makes a read or write fail by itself: it is a fact the
 //!   permission gate weighs ([`Resolved::inside`]).
@@ -36,9 +36,11 @@
 mod access;
 mod error;
 mod roots;
+mod stale;
 mod version;
 
 pub use access::{FileAccess, TextFile};
 pub use error::FsError;
 pub use roots::{Resolved, Roots};
+pub use stale::check_expected;
 pub use version::Version;

@@ -1,7 +1,9 @@
 //! `edit`: exact replacements in a file the model has read, applied together or not at all.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use dsh_fs::{FileAccess, TextFile};
 use dsh_session::{ToolCallRecord, ToolResultRecord};
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
@@ -60,6 +62,29 @@ impl Tool for EditTool {
         effect_of(args, roots)
     }
 
+    fn preview(
+        &self,
+        args: &serde_json::Value,
+        cx: &ToolContext,
+    ) -> BoxFuture<'static, Option<ToolResultView>> {
+        let (max, ledger, args, cx) = (
+            self.config.max_write_bytes,
+            self.ledger.clone(),
+            args.clone(),
+            cx.clone(),
+        );
+        Box::pin(async move {
+            let plan = plan(&ledger, &cx, args, max).await.ok()?;
+            Some(region::view(
+                &plan.path,
+                &plan.file.text,
+                &plan.text,
+                false,
+                &plan.summary,
+            ))
+        })
+    }
+
     fn call(
         &self,
         args: serde_json::Value,
@@ -68,55 +93,22 @@ impl Tool for EditTool {
         let max = self.config.max_write_bytes;
         let ledger = self.ledger.clone();
         Box::pin(async move {
-            let args: EditArgs = args::parse(args)?;
-            let (path, edits) = args.replacements(max)?;
-            let target = locate(&cx, &path)?;
-            let path = target.resolved.path;
-            let name = shown(&cx, &path);
-            let file = target.files.read(&path).await.map_err(|e| from_fs(&e))?;
-            check_seen(&ledger, &cx, &path, &name, &file.version)?;
-            let mut text = file.text.clone();
-            let mut replaced = 0;
-            let mut first_at = None;
-            for (i, edit) in edits.iter().enumerate() {
-                let which = if edits.len() > 1 {
-                    format!(" (edit {})", i + 1)
-                } else {
-                    String::new()
-                };
-                if first_at.is_none() {
-                    first_at = text.find(&edit.old_string).map(|at| line_of(&text, at));
-                }
-                let (next, n) = apply(&text, edit, &name, &which)?;
-                text = next;
-                replaced += n;
-            }
-            if text.len() > max {
-                return Err(invalid(format!(
-                    "the edited file would be {} bytes, over the {max}-byte limit",
-                    text.len()
-                )));
-            }
-            let version = target
+            let plan = plan(&ledger, &cx, args, max).await?;
+            let version = plan
                 .files
-                .write(&path, &text, Some(&file.version))
+                .write(&plan.path, &plan.text, Some(&plan.file.version))
                 .await
                 .map_err(|e| from_fs(&e))?;
-            ledger.saw(&cx, &path, version);
-            let line = first_at.unwrap_or(1);
-            let summary = match replaced {
-                1 => format!("edited {name}: 1 replacement at line {line}"),
-                n => format!("edited {name}: {n} replacements from line {line}"),
-            };
+            ledger.saw(&cx, &plan.path, version);
             let meta = region::meta(
-                &path.display().to_string(),
-                &file.text,
-                &text,
+                &plan.path.display().to_string(),
+                &plan.file.text,
+                &plan.text,
                 false,
-                &summary,
+                &plan.summary,
             );
-            let (first_line, _, new_region) = region::changed(&file.text, &text);
-            let mut content = format!("{summary}. The changed lines now read:\n");
+            let (first_line, _, new_region) = region::changed(&plan.file.text, &plan.text);
+            let mut content = format!("{}. The changed lines now read:\n", plan.summary);
             for (i, l) in new_region.lines().take(40).enumerate() {
                 content.push_str(&format!("{:>6}\t{l}\n", first_line + i));
             }
@@ -139,4 +131,64 @@ impl Tool for EditTool {
     ) -> Option<ToolResultView> {
         present::diff_result(call, result)
     }
+}
+
+/// An edit worked out in memory: the file as read and the text it becomes.
+struct Plan {
+    files: Arc<dyn FileAccess>,
+    path: PathBuf,
+    file: TextFile,
+    text: String,
+    summary: String,
+}
+
+/// Checks the arguments and the read rule and applies the replacements in memory; writes
+/// nothing.
+async fn plan(
+    ledger: &Ledger,
+    cx: &ToolContext,
+    args: serde_json::Value,
+    max: usize,
+) -> Result<Plan, ToolError> {
+    let args: EditArgs = args::parse(args)?;
+    let (path, edits) = args.replacements(max)?;
+    let target = locate(cx, &path)?;
+    let path = target.resolved.path;
+    let name = shown(cx, &path);
+    let file = target.files.read(&path).await.map_err(|e| from_fs(&e))?;
+    check_seen(ledger, cx, &path, &name, &file.version)?;
+    let mut text = file.text.clone();
+    let mut replaced = 0;
+    let mut first_at = None;
+    for (i, edit) in edits.iter().enumerate() {
+        let which = if edits.len() > 1 {
+            format!(" (edit {})", i + 1)
+        } else {
+            String::new()
+        };
+        if first_at.is_none() {
+            first_at = text.find(&edit.old_string).map(|at| line_of(&text, at));
+        }
+        let (next, n) = apply(&text, edit, &name, &which)?;
+        text = next;
+        replaced += n;
+    }
+    if text.len() > max {
+        return Err(invalid(format!(
+            "the edited file would be {} bytes, over the {max}-byte limit",
+            text.len()
+        )));
+    }
+    let line = first_at.unwrap_or(1);
+    let summary = match replaced {
+        1 => format!("edited {name}: 1 replacement at line {line}"),
+        n => format!("edited {name}: {n} replacements from line {line}"),
+    };
+    Ok(Plan {
+        files: target.files,
+        path,
+        file,
+        text,
+        summary,
+    })
 }

@@ -27,6 +27,28 @@ pub(crate) fn changed(old: &str, new: &str) -> (usize, String, String) {
     )
 }
 
+/// The diff view of a change to `path`, as a question shows it before the change is made.
+pub(crate) fn view(
+    path: &std::path::Path,
+    old: &str,
+    new: &str,
+    created: bool,
+    summary: &str,
+) -> dsh_tools::ToolResultView {
+    let (first_line, old_text, new_text) = if created {
+        (1, String::new(), new.to_owned())
+    } else {
+        changed(old, new)
+    };
+    dsh_tools::ToolResultView::Diff {
+        path: path.to_path_buf(),
+        old_text,
+        new_text,
+        first_line: u32::try_from(first_line).unwrap_or(u32::MAX),
+        summary: summary.to_owned(),
+    }
+}
+
 /// The `meta` of a change to `path`.
 pub(crate) fn meta(path: &str, old: &str, new: &str, created: bool, summary: &str) -> Value {
     let (first_line, old_text, new_text) = if created {

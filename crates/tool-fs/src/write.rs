@@ -1,9 +1,9 @@
 //! `write`: create a file, or overwrite one the model has read.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_fs::{FsError, Version};
+use dsh_fs::{FileAccess, FsError, Version};
 use dsh_session::{ToolCallRecord, ToolResultRecord};
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
@@ -47,6 +47,30 @@ impl Tool for WriteTool {
         effect_of(args, roots)
     }
 
+    fn preview(
+        &self,
+        args: &Value,
+        cx: &ToolContext,
+    ) -> BoxFuture<'static, Option<ToolResultView>> {
+        let (max, ledger, args, cx) = (
+            self.config.max_write_bytes,
+            self.ledger.clone(),
+            args.clone(),
+            cx.clone(),
+        );
+        Box::pin(async move {
+            let plan = plan(&ledger, &cx, args, max).await.ok()?;
+            let old = plan.old.as_deref().unwrap_or("");
+            Some(region::view(
+                &plan.path,
+                old,
+                &plan.content,
+                plan.old.is_none(),
+                &plan.summary,
+            ))
+        })
+    }
+
     fn call(
         &self,
         args: Value,
@@ -55,40 +79,23 @@ impl Tool for WriteTool {
         let max = self.config.max_write_bytes;
         let ledger = self.ledger.clone();
         Box::pin(async move {
-            let args: WriteArgs = args::parse(args)?;
-            args::non_empty("path", &args.path)?;
-            args::at_most("content", &args.content, max)?;
-            let target = locate(&cx, &args.path)?;
-            let path = target.resolved.path;
-            let name = shown(&cx, &path);
-            let (old, expected) = match target.files.read(&path).await {
-                Ok(file) => {
-                    check_seen(&ledger, &cx, &path, &name, &file.version)?;
-                    (Some(file.text), Some(file.version))
-                }
-                Err(FsError::NotFound { .. }) => (None, None),
-                Err(err) => return Err(from_fs(&err)),
-            };
-            let version = target
+            let plan = plan(&ledger, &cx, args, max).await?;
+            let expected = plan.version.as_ref();
+            let version = plan
                 .files
-                .write(&path, &args.content, expected.as_ref())
+                .write(&plan.path, &plan.content, expected)
                 .await
                 .map_err(|e| from_fs(&e))?;
-            ledger.saw(&cx, &path, version);
-            let lines = args.content.lines().count();
-            let summary = match &old {
-                None => format!("created {name} ({lines} lines)"),
-                Some(_) => format!("wrote {name} ({lines} lines)"),
-            };
+            ledger.saw(&cx, &plan.path, version);
             let meta = region::meta(
-                &path.display().to_string(),
-                old.as_deref().unwrap_or(""),
-                &args.content,
-                old.is_none(),
-                &summary,
+                &plan.path.display().to_string(),
+                plan.old.as_deref().unwrap_or(""),
+                &plan.content,
+                plan.old.is_none(),
+                &plan.summary,
             );
             Ok(ToolOutput {
-                content: format!("{summary}."),
+                content: format!("{}.", plan.summary),
                 is_error: false,
                 meta: Some(meta),
             })
@@ -140,4 +147,50 @@ pub(crate) fn check_seen(
         )),
         Some(_) => Ok(()),
     }
+}
+
+/// A write worked out: the file as read (none when new) and what replaces it.
+struct Plan {
+    files: Arc<dyn FileAccess>,
+    path: PathBuf,
+    old: Option<String>,
+    version: Option<Version>,
+    content: String,
+    summary: String,
+}
+
+/// Checks the arguments and the read rule; writes nothing.
+async fn plan(
+    ledger: &Ledger,
+    cx: &ToolContext,
+    args: Value,
+    max: usize,
+) -> Result<Plan, ToolError> {
+    let args: WriteArgs = args::parse(args)?;
+    args::non_empty("path", &args.path)?;
+    args::at_most("content", &args.content, max)?;
+    let target = locate(cx, &args.path)?;
+    let path = target.resolved.path;
+    let name = shown(cx, &path);
+    let (old, version) = match target.files.read(&path).await {
+        Ok(file) => {
+            check_seen(ledger, cx, &path, &name, &file.version)?;
+            (Some(file.text), Some(file.version))
+        }
+        Err(FsError::NotFound { .. }) => (None, None),
+        Err(err) => return Err(from_fs(&err)),
+    };
+    let lines = args.content.lines().count();
+    let summary = match &old {
+        None => format!("created {name} ({lines} lines)"),
+        Some(_) => format!("wrote {name} ({lines} lines)"),
+    };
+    Ok(Plan {
+        files: target.files,
+        path,
+        old,
+        version,
+        content: args.content,
+        summary,
+    })
 }

@@ -5,6 +5,7 @@ use dsh_kernel::CancellationToken;
 use dsh_session::SessionId;
 
 use crate::permission::{Effect, PermissionMode};
+use crate::present::ToolResultView;
 
 /// One call awaiting a decision.
 #[derive(Clone, Debug)]
@@ -23,6 +24,8 @@ pub struct ApprovalRequest {
     pub arguments: serde_json::Value,
     /// What the call would do.
     pub effect: Effect,
+    /// What it would change, when the tool can say (an edit's diff).
+    pub preview: Option<ToolResultView>,
     /// The turn's token: it fires when the turn is cancelled, and the gate should give up.
     pub cancel: CancellationToken,
 }

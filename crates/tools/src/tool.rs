@@ -95,6 +95,18 @@ pub trait Tool: Send + Sync + 'static {
         Effect::Execute
     }
 
+    /// What the call would change, shown in the question before a call that asks (an edit's
+    /// diff). Reads what it needs through `cx` and changes nothing; `None` when there is
+    /// nothing to show or the call would fail anyway.
+    fn preview(
+        &self,
+        args: &serde_json::Value,
+        cx: &ToolContext,
+    ) -> BoxFuture<'static, Option<ToolResultView>> {
+        let _ = (args, cx);
+        Box::pin(async { None })
+    }
+
     /// Runs the call. The body should watch `cx.cancellation()` and return promptly when it
     /// fires; the loop aborts it after its grace otherwise.
     fn call(

@@ -58,6 +58,9 @@ struct Checker {
     requested: Vec<String>,
     /// The client advertised `session.notices`: `notice` updates may come.
     notices: bool,
+    /// The client advertised both `fs.readTextFile` and `fs.writeTextFile`: `fs/*` requests
+    /// may come.
+    files: bool,
 }
 
 /// Checks every invariant over `wire`; panics naming the first frame that breaks one.
@@ -100,6 +103,8 @@ impl Checker {
                 let caps = &frame["params"]["clientCapabilities"];
                 self.cards = caps["_meta"]["terminal_output"] == true;
                 self.notices = caps["session"]["notices"].is_object();
+                self.files =
+                    caps["fs"]["readTextFile"] == true && caps["fs"]["writeTextFile"] == true;
             }
             ("session/new", true, _) => {
                 self.creating.insert(id);
@@ -120,6 +125,7 @@ impl Checker {
             None => self.response(frame),
             Some("session/update") => self.update(frame),
             Some("session/request_permission") => self.permission(frame),
+            Some("fs/read_text_file" | "fs/write_text_file") => self.file(frame),
             // Withdrawing a question dsh asked (a cancel while it waits) is a notification.
             Some("$/cancel_request") => assert!(
                 frame.get("id").is_none()
@@ -208,6 +214,33 @@ impl Checker {
         if matches!(update["status"].as_str(), Some("completed" | "failed")) {
             call.1 = true;
         }
+    }
+
+    /// A file request: only to a client that offered both, with a fresh id, for a session
+    /// with an open prompt (a tool call is running).
+    fn file(&mut self, frame: &Value) {
+        assert!(
+            self.files,
+            "a file request to a client that did not offer fs: {frame}"
+        );
+        let id = frame["id"].to_string();
+        assert!(
+            !frame["id"].is_null() && self.outgoing.insert(id),
+            "a file request without a fresh id: {frame}"
+        );
+        let session = frame["params"]["sessionId"].as_str().unwrap_or("");
+        assert!(
+            self.open
+                .values()
+                .any(|(s, prompt)| s == session && *prompt),
+            "a file request while its session has no open prompt: {frame}"
+        );
+        assert!(
+            frame["params"]["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with('/')),
+            "a file request without an absolute path: {frame}"
+        );
     }
 
     fn permission(&mut self, frame: &Value) {

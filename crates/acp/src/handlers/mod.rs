@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::McpServer;
+use dsh_fs::FileAccess;
 use dsh_tools::ApprovalGate;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -18,17 +19,19 @@ use tokio::sync::{mpsc, watch};
 
 use crate::PermissionMode;
 use crate::conn::Conn;
+use crate::files::EditorFiles;
 use crate::permission::SessionGate;
 use crate::record::{Grants, Item, PathParts, Record, ordered_path};
 use crate::render::RenderCaps;
+use crate::request::ClientCaps;
 use crate::rpc::RpcError;
 
 pub(crate) use prompt::{cancel, cancel_record, cancel_request, prompt};
 pub(crate) use setup::{load_session, new_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
-pub(crate) fn initialize(conn: &Arc<Conn>, terminal_output: bool, notices: bool) -> Value {
-    conn.state.initialize(terminal_output, notices);
+pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
+    conn.state.initialize(caps);
     json!({
         "protocolVersion": 1,
         "agentCapabilities": {
@@ -83,6 +86,17 @@ pub(super) fn note_mcp_servers(servers: &[McpServer]) {
         };
         tracing::warn!(server = %name, %transport, "MCP server not connected: dsh does not use client MCP servers");
     }
+}
+
+/// The editor's file access for `session_id`, when the client offers it.
+pub(super) fn editor_files(conn: &Conn, session_id: &str) -> Option<Arc<dyn FileAccess>> {
+    conn.state.editor_files().then(|| {
+        Arc::new(EditorFiles {
+            session_id: session_id.to_owned(),
+            out: conn.out.clone(),
+            outgoing: conn.outgoing.clone(),
+        }) as Arc<dyn FileAccess>
+    })
 }
 
 /// The parts a new or loaded session's record starts from.

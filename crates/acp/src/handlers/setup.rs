@@ -10,7 +10,7 @@ use dsh_session::SessionId;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::{check_scope, install, note_mcp_servers, parts};
+use super::{check_scope, editor_files, install, note_mcp_servers, parts};
 use crate::conn::Conn;
 use crate::record::Item;
 use crate::render::RenderCaps;
@@ -95,6 +95,9 @@ async fn create(
         .with_options(overrides(caller));
     if let Some(gate) = parts.gate.clone() {
         request = request.with_approval(gate);
+    }
+    if let Some(files) = editor_files(conn, session_id.as_str()) {
+        request = request.with_files(files);
     }
     let handle = conn
         .services
@@ -209,6 +212,9 @@ async fn load(
         ResumeAgent::new(conn.scope.clone(), id.clone()).with_options(overrides(caller));
     if let Some(gate) = parts.gate.clone() {
         request = request.with_approval(gate);
+    }
+    if let Some(files) = editor_files(conn, id.as_str()) {
+        request = request.with_files(files);
     }
     let handle = conn
         .services

@@ -43,6 +43,7 @@ fn request(cancel: &CancellationToken) -> ApprovalRequest {
         tool: "bash".into(),
         arguments: json!({"command": "true"}),
         effect: dsh_tools::Effect::Execute,
+        preview: None,
         cancel: cancel.clone(),
     }
 }
