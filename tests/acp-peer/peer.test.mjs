@@ -221,3 +221,54 @@ test("a client's system prompt is advertised and accepted", async () => {
   });
   await finish(proc);
 });
+
+test("with fs offered, an edit reads and writes through the client and shows a diff", async () => {
+  const box = sandbox([
+    { stream: [{ tool_call: { name: "read", arguments: { path: "notes.txt" } } }] },
+    {
+      stream: [
+        {
+          tool_call: {
+            name: "edit",
+            arguments: { path: "notes.txt", old_string: "unsaved", new_string: "edited" },
+          },
+        },
+      ],
+    },
+    { stream: [{ text: "done" }], finish: "stop" },
+  ]);
+  const notes = join(box.work, "notes.txt");
+  writeFileSync(notes, "on disk\n");
+  const buffers = new Map([[notes, "unsaved\n"]]);
+  const proc = start(box);
+  const { app, updates, asked } = peer("allow_once");
+  app
+    .onRequest(methods.client.fs.readTextFile, ({ params }) => ({ content: buffers.get(params.path) }))
+    .onRequest(methods.client.fs.writeTextFile, ({ params }) => {
+      buffers.set(params.path, params.content);
+      return {};
+    });
+  await app.connectWith(proc.stream, async (ctx) => {
+    const init = await ctx.request(methods.agent.initialize, {
+      protocolVersion: 1,
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
+    });
+    assert.equal(init.protocolVersion, 1);
+    const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "go" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+    assert.equal(buffers.get(notes), "edited\n");
+    assert.equal(asked.length, 1);
+    const diff = asked[0].toolCall.content.find((c) => c.type === "diff");
+    assert.equal(diff.path, notes);
+    assert.equal(diff.newText, "edited\n");
+    const kinds = updates
+      .filter((u) => u.update.sessionUpdate === "tool_call")
+      .map((u) => u.update.kind);
+    assert.deepEqual(kinds, ["read", "edit"]);
+  });
+  await finish(proc);
+});

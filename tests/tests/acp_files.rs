@@ -161,3 +161,41 @@ fn an_editor_refusing_a_write_fails_that_call_and_not_the_turn() {
     );
     acp.finish();
 }
+
+#[test]
+fn a_loaded_session_replays_the_same_edit_card() {
+    let sandbox = Sandbox::new();
+    let notes = sandbox.work().join("notes.txt");
+    write(&notes, "first\nunsaved line\n");
+    let script = read_then_edit(&sandbox);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
+    acp.initialize(true);
+    let session = acp.new_session(&sandbox.work());
+    let (_, live) = acp.prompt_to_end(&session, "go");
+    acp.finish();
+    let finished = |updates: &[Value]| -> Value {
+        updates
+            .iter()
+            .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
+            .unwrap_or_else(|| panic!("no completed call: {updates:#?}"))
+            .clone()
+    };
+    let mut again = AcpDriver::allowing(&sandbox, &script);
+    again.initialize(true);
+    let id = again.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
+    );
+    let (response, before) = again.response(&id);
+    assert!(response.get("error").is_none(), "{response}");
+    let replayed: Vec<Value> = before
+        .into_iter()
+        .filter(|f| f["method"] == "session/update")
+        .map(|f| f["params"]["update"].clone())
+        .collect();
+    let (live, replayed) = (finished(&live), finished(&replayed));
+    assert_eq!(live["content"], replayed["content"]);
+    assert_eq!(replayed["content"][0]["type"], "diff");
+    assert_eq!(live["locations"], replayed["locations"]);
+    again.finish();
+}

@@ -43,7 +43,17 @@ fn the_demo_runs_real_bash_through_the_whole_stack_and_stores_the_session() {
         stderr.contains("REPLAY 'demo' — scripted offline model, not a real LLM"),
         "{stderr}"
     );
-    assert!(stderr.contains("dsh · completed · 3 steps"), "{stderr}");
+    assert!(stderr.contains("dsh · completed · 5 steps"), "{stderr}");
+    // The file tools ran on the demo's scratch file, which it removed again.
+    assert!(
+        stderr.contains("     3 - status: draft\n     3 + status: reviewed by dsh\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("status: reviewed by dsh\nowner: nobody\n[exit 0"),
+        "{stderr}"
+    );
+    assert!(!sandbox.work().join(".dsh-demo").exists());
     let logs = sandbox.logs();
     assert_eq!(logs.len(), 1, "one session stored");
     let log = std::fs::read_to_string(&logs[0]).unwrap();
@@ -93,7 +103,29 @@ fn a_debug_log_shows_the_structure_of_a_turn() {
             format!("{turn}:step{{step=3}}:model_call"),
             "model call ended",
         ),
+        (
+            format!("{turn}:step{{step=3}}:tool_call{{tool=read"),
+            "tool call ended",
+        ),
+        (
+            format!("{turn}:step{{step=3}}:tool_call{{tool=edit"),
+            "tool call ended",
+        ),
         (format!("{turn}:step{{step=3}}:"), "step ended"),
+        (
+            format!("{turn}:step{{step=4}}:model_call"),
+            "model call ended",
+        ),
+        (
+            format!("{turn}:step{{step=4}}:tool_call{{tool=bash"),
+            "tool call ended",
+        ),
+        (format!("{turn}:step{{step=4}}:"), "step ended"),
+        (
+            format!("{turn}:step{{step=5}}:model_call"),
+            "model call ended",
+        ),
+        (format!("{turn}:step{{step=5}}:"), "step ended"),
         (turn.clone(), "turn ended"),
     ];
     assert_eq!(loop_lines.len(), expected.len(), "{stderr}");
@@ -104,11 +136,8 @@ fn a_debug_log_shows_the_structure_of_a_turn() {
             "{line}"
         );
     }
-    assert!(
-        loop_lines[9].contains("reason=\"completed\""),
-        "{}",
-        loop_lines[9]
-    );
+    let last = loop_lines.last().unwrap();
+    assert!(last.contains("reason=\"completed\""), "{last}");
 }
 
 #[test]
@@ -128,7 +157,7 @@ fn json_mode_prints_one_object_per_line_from_session_to_turn_end() {
     let last = lines.last().unwrap();
     assert_eq!(last["type"], "turn_end");
     assert_eq!(last["reason"], "completed");
-    assert_eq!(last["steps"], 3);
+    assert_eq!(last["steps"], 5);
     let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
     for kind in [
         "turn_start",
@@ -319,7 +348,7 @@ fn continue_resumes_the_newest_session_of_this_directory_and_a_prefix_names_one(
         banner.contains(&format!("session {id} (resumed)")),
         "{banner}"
     );
-    assert!(banner.contains("bash runs without asking"), "{banner}");
+    assert!(banner.contains("tools run without asking"), "{banner}");
     let by_prefix = sandbox
         .dsh(["run", "--session", &id[..8], "--replay", "demo", "third"])
         .output()

@@ -24,9 +24,14 @@ fn the_demo_reads_on_a_terminal_as_one_ordered_transcript() {
         "[reasoning]\nThe user wants an overview. I'll look around first.\n[/reasoning]\n",
         "I'll take a look around.\n$ pwd && ls -la  # Show the working directory and its entries\n",
         "notes.txt\n[exit 0 · ",
-        "$ echo \"entries: $(ls -A | wc -l)\"; uname -sm; date -u +%Y-%m-%dT%H:%M:%SZ  # Count entries and show the system\nentries: 1\n",
-        "The two commands above ran for real through dsh's bash tool.",
-        "dsh · completed · 3 steps",
+        "$ echo \"entries: $(ls -A | wc -l)\"; uname -sm; date -u +%Y-%m-%dT%H:%M:%SZ; mkdir -p .dsh-demo",
+        "  # Count entries, show the system, make a scratch file\nentries: 1\n",
+        "▸ read .dsh-demo/notes.md\n  read .dsh-demo/notes.md: 4 lines\n",
+        "▸ edit .dsh-demo/notes.md\n  edited .dsh-demo/notes.md: 1 replacement at line 3\n",
+        "     3 - status: draft\n     3 + status: reviewed by dsh\n",
+        "$ cat .dsh-demo/notes.md && rm -r .dsh-demo",
+        "The commands and file tools above ran for real through dsh's tools",
+        "dsh · completed · 5 steps",
     ];
     let mut at = 0;
     for part in order {
@@ -81,7 +86,7 @@ fn permission_ask_runs_the_call_only_after_yes_on_the_terminal() {
         &sandbox,
         &["run", "--permission", "ask", "--replay", &script, "go"],
     );
-    term.expect("bash asks before each call");
+    term.expect("edits and commands ask first");
     term.expect("dsh · allow bash: touch made.txt && echo made it? [y/N] ");
     assert!(
         !sandbox.work().join("made.txt").exists(),

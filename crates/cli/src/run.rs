@@ -256,7 +256,10 @@ async fn turn(
     label: &str,
     sessions: &Path,
 ) -> u8 {
-    let asks = how.approval.is_some();
+    let mode = how
+        .approval
+        .as_ref()
+        .map_or(PermissionMode::Allow, |gate| gate.mode());
     let gate = how.approval.clone();
     let auth_hint = how.auth_hint.clone();
     let (handle, resumed) = match start(runtime, how, sessions).await {
@@ -309,10 +312,10 @@ async fn turn(
         Ok(here) if here.display().to_string() != recorded => format!(" · cwd {recorded}"),
         _ => String::new(),
     };
-    let permission = if asks {
-        "bash asks before each call"
-    } else {
-        "bash runs without asking"
+    let permission = match mode {
+        PermissionMode::Ask => "edits and commands ask first",
+        PermissionMode::AcceptEdits => "edits run, commands ask first",
+        PermissionMode::Allow => "tools run without asking",
     };
     let mut header = vec!["dsh".to_owned(), format!("session {id} ({how}){elsewhere}")];
     header.extend([label.to_owned(), permission.to_owned()]);

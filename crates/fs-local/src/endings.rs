@@ -13,8 +13,21 @@ pub(crate) struct Shape {
 impl Shape {
     /// The shape of `raw`, as stored.
     pub(crate) fn of(raw: &str) -> Shape {
-        let breaks = raw.matches('\n').count();
-        let crlf = breaks > 0 && raw.matches("\r\n").count() == breaks;
+        let bytes = raw.as_bytes();
+        // One pass over the bytes, stopping at the first lone LF: most files have one at
+        // their first line break.
+        let mut breaks = 0usize;
+        let mut crlf = true;
+        for (i, &byte) in bytes.iter().enumerate() {
+            if byte == b'\n' {
+                breaks += 1;
+                if i == 0 || bytes[i - 1] != b'\r' {
+                    crlf = false;
+                    break;
+                }
+            }
+        }
+        let crlf = crlf && breaks > 0;
         Shape {
             crlf,
             final_newline: (!raw.is_empty()).then(|| raw.ends_with('\n')),
@@ -28,6 +41,15 @@ impl Shape {
             raw.replace("\r\n", "\n")
         } else {
             raw.to_owned()
+        }
+    }
+
+    /// [`Shape::to_lf`] of an owned text, which an LF file gives back without a copy.
+    pub(crate) fn into_lf(self, raw: String) -> String {
+        if self.crlf {
+            raw.replace("\r\n", "\n")
+        } else {
+            raw
         }
     }
 

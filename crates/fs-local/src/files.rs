@@ -56,7 +56,7 @@ impl FileAccess for LocalFiles {
         let cap = self.config.read_cap;
         blocking(path, move || {
             let stored = read_stored(&owned, cap)?;
-            let text = stored.shape.to_lf(&stored.raw);
+            let text = stored.shape.into_lf(stored.raw);
             let version = Version::of(&text);
             Ok(TextFile { text, version })
         })

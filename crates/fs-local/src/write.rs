@@ -29,9 +29,10 @@ pub(crate) fn write_checked(
         Err(FsError::NotFound { .. }) => None,
         Err(err) => return Err(err),
     };
-    let now = current
-        .as_ref()
-        .map(|stored| Version::of(&stored.shape.to_lf(&stored.raw)));
+    let now = current.as_ref().map(|stored| match stored.shape.crlf {
+        true => Version::of(&stored.shape.to_lf(&stored.raw)),
+        false => Version::of(&stored.raw),
+    });
     check_expected(path, now.as_ref(), expected)?;
     let (content, mode) = match &current {
         None => (text.to_owned(), None),

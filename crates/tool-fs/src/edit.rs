@@ -18,7 +18,7 @@ use crate::errors::{from_fs, invalid};
 use crate::find::{apply, line_of};
 use crate::ledger::Ledger;
 use crate::present;
-use crate::region;
+use crate::region::Region;
 use crate::target::{locate, shown};
 use crate::write::{check_seen, effect_of};
 
@@ -75,13 +75,7 @@ impl Tool for EditTool {
         );
         Box::pin(async move {
             let plan = plan(&ledger, &cx, args, max).await.ok()?;
-            Some(region::view(
-                &plan.path,
-                &plan.file.text,
-                &plan.text,
-                false,
-                &plan.summary,
-            ))
+            Some(Region::of(&plan.file.text, &plan.text, false).view(&plan.path, &plan.summary))
         })
     }
 
@@ -100,14 +94,9 @@ impl Tool for EditTool {
                 .await
                 .map_err(|e| from_fs(&e))?;
             ledger.saw(&cx, &plan.path, version);
-            let meta = region::meta(
-                &plan.path.display().to_string(),
-                &plan.file.text,
-                &plan.text,
-                false,
-                &plan.summary,
-            );
-            let (first_line, _, new_region) = region::changed(&plan.file.text, &plan.text);
+            let region = Region::of(&plan.file.text, &plan.text, false);
+            let meta = region.meta(&plan.path, &plan.summary);
+            let (first_line, new_region) = (region.first_line, &region.new_text);
             let mut content = format!("{}. The changed lines now read:\n", plan.summary);
             for (i, l) in new_region.lines().take(40).enumerate() {
                 content.push_str(&format!("{:>6}\t{l}\n", first_line + i));
@@ -166,10 +155,10 @@ async fn plan(
         } else {
             String::new()
         };
+        let (next, n, at) = apply(&text, edit, &name, &which)?;
         if first_at.is_none() {
-            first_at = text.find(&edit.old_string).map(|at| line_of(&text, at));
+            first_at = Some(line_of(&text, at));
         }
-        let (next, n) = apply(&text, edit, &name, &which)?;
         text = next;
         replaced += n;
     }

@@ -10,22 +10,34 @@ pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// Applies `edit` to `text`: the new text and the number of replacements. `which` names the
-/// edit in messages (" (edit 2)") when there are several.
+/// Applies `edit` to `text`: the new text, the number of replacements and the offset of the
+/// first. `which` names the edit in messages (" (edit 2)") when there are several.
 pub(crate) fn apply(
     text: &str,
     edit: &OneEdit,
     path: &str,
     which: &str,
-) -> Result<(String, usize), ToolError> {
+) -> Result<(String, usize, usize), ToolError> {
     let at: Vec<usize> = text
         .match_indices(edit.old_string.as_str())
         .map(|(i, _)| i)
         .collect();
     match at.len() {
         0 => Err(no_match(not_found(text, &edit.old_string, path, which))),
-        1 => Ok((text.replacen(&edit.old_string, &edit.new_string, 1), 1)),
-        n if edit.replace_all => Ok((text.replace(&edit.old_string, &edit.new_string), n)),
+        n if n == 1 || edit.replace_all => {
+            // Built from the matches already found, not by searching again.
+            let mut out = String::with_capacity(
+                text.len() + n * edit.new_string.len().saturating_sub(edit.old_string.len()),
+            );
+            let mut from = 0;
+            for &i in &at {
+                out.push_str(&text[from..i]);
+                out.push_str(&edit.new_string);
+                from = i + edit.old_string.len();
+            }
+            out.push_str(&text[from..]);
+            Ok((out, n, at[0]))
+        }
         n => {
             let lines: Vec<String> = at
                 .iter()
@@ -131,7 +143,7 @@ mod tests {
         let text = "a x\nb x\nc\n";
         assert_eq!(
             apply(text, &edit("c", "C", false), "f", "").unwrap(),
-            ("a x\nb x\nC\n".into(), 1)
+            ("a x\nb x\nC\n".into(), 1, 8)
         );
         let err = apply(text, &edit("x", "y", false), "f", "").unwrap_err();
         assert!(
@@ -141,7 +153,7 @@ mod tests {
         );
         assert_eq!(
             apply(text, &edit("x", "y", true), "f", "").unwrap(),
-            ("a y\nb y\nc\n".into(), 2)
+            ("a y\nb y\nc\n".into(), 2, 2)
         );
     }
 

@@ -88,10 +88,11 @@ impl Tool for ReadTool {
                 )));
             }
             let end = (offset - 1 + limit).min(total);
-            let mut text = String::new();
-            for (i, line) in lines[offset - 1..end].iter().enumerate() {
-                text.push_str(&format!("{:>6}\t", offset + i));
-                text.push_str(&cut(line, config.line_chars));
+            let shown = &lines[offset - 1..end];
+            let mut text = String::with_capacity(shown.iter().map(|l| l.len() + 8).sum());
+            for (i, line) in shown.iter().enumerate() {
+                number(&mut text, offset + i);
+                push_cut(&mut text, line, config.line_chars);
                 text.push('\n');
             }
             if end < total {
@@ -131,10 +132,28 @@ fn output(content: String, name: &str, from: usize, to: usize, total: usize) -> 
     }
 }
 
-/// `line` cut to `max` characters, with a note when cut.
-fn cut(line: &str, max: usize) -> String {
+/// Appends `n` right-aligned in six columns and a tab, as `cat -n` does.
+fn number(out: &mut String, n: usize) {
+    let digits = n.to_string();
+    for _ in digits.len()..6 {
+        out.push(' ');
+    }
+    out.push_str(&digits);
+    out.push('\t');
+}
+
+/// Appends `line` cut to `max` characters, with a note when cut.
+fn push_cut(out: &mut String, line: &str, max: usize) {
+    // A line of at most `max` bytes has at most `max` characters: no need to count.
+    if line.len() <= max {
+        out.push_str(line.trim_end_matches('\r'));
+        return;
+    }
     match line.char_indices().nth(max) {
-        Some((at, _)) => format!("{}… [line cut at {max} characters]", &line[..at]),
-        None => line.trim_end_matches('\r').to_owned(),
+        Some((at, _)) => {
+            out.push_str(&line[..at]);
+            out.push_str(&format!("… [line cut at {max} characters]"));
+        }
+        None => out.push_str(line.trim_end_matches('\r')),
     }
 }

@@ -17,7 +17,7 @@ use crate::config::ToolFsConfig;
 use crate::errors::from_fs;
 use crate::ledger::Ledger;
 use crate::present;
-use crate::region;
+use crate::region::Region;
 use crate::target::{locate, shown};
 
 /// The `write` tool.
@@ -61,13 +61,7 @@ impl Tool for WriteTool {
         Box::pin(async move {
             let plan = plan(&ledger, &cx, args, max).await.ok()?;
             let old = plan.old.as_deref().unwrap_or("");
-            Some(region::view(
-                &plan.path,
-                old,
-                &plan.content,
-                plan.old.is_none(),
-                &plan.summary,
-            ))
+            Some(Region::of(old, &plan.content, plan.old.is_none()).view(&plan.path, &plan.summary))
         })
     }
 
@@ -87,13 +81,12 @@ impl Tool for WriteTool {
                 .await
                 .map_err(|e| from_fs(&e))?;
             ledger.saw(&cx, &plan.path, version);
-            let meta = region::meta(
-                &plan.path.display().to_string(),
+            let meta = Region::of(
                 plan.old.as_deref().unwrap_or(""),
                 &plan.content,
                 plan.old.is_none(),
-                &plan.summary,
-            );
+            )
+            .meta(&plan.path, &plan.summary);
             Ok(ToolOutput {
                 content: format!("{}.", plan.summary),
                 is_error: false,

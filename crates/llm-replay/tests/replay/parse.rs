@@ -85,7 +85,7 @@ fn violations_name_line_and_column() {
 #[test]
 fn the_demo_is_bundled_and_labelled_replay() {
     let demo = ReplayScript::builtin("demo").unwrap();
-    assert_eq!(demo.entries.len(), 3);
+    assert_eq!(demo.entries.len(), 5);
     assert!(demo.prompt.as_deref().unwrap().contains("directory"));
     assert!(ReplayScript::builtin("nope").is_none());
     let model = ReplayModel::new(demo);

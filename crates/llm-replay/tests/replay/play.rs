@@ -274,7 +274,8 @@ async fn call_log_and_ready_file() {
 async fn the_demo_passes_the_checker() {
     let m = ReplayModel::new(ReplayScript::builtin("demo").unwrap());
     let mut req = request("s", "look");
-    for _ in 0..3 {
+    let steps = ReplayScript::builtin("demo").unwrap().entries.len();
+    for _ in 0..steps {
         let items = collect(&m, req.clone()).await;
         let calls: Vec<ToolCall> = items
             .iter()
