@@ -77,3 +77,35 @@ fn accept_edits_lets_edits_through_and_still_asks_before_commands() {
         "with no terminal to ask, the command is refused: {stderr}"
     );
 }
+
+#[test]
+fn accept_edits_still_asks_before_a_write_outside_the_project() {
+    let sandbox = Sandbox::new();
+    let outside = sandbox.root.path().join("outside.txt");
+    let inside = sandbox.work().join("inside.txt");
+    let script = sandbox.script(
+        "outside",
+        json!([
+            {"stream": [
+                {"tool_call": {"name": "write", "arguments": {"path": outside, "content": "x\n"}}},
+                {"tool_call": {"name": "write", "arguments": {"path": "inside.txt", "content": "y\n"}}}
+            ]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let out = sandbox
+        .dsh_without_terminal([
+            "run",
+            "--permission",
+            "accept-edits",
+            "--replay",
+            &script,
+            "go",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!outside.exists(), "nobody could be asked: {stderr}");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "y\n");
+}

@@ -1,6 +1,6 @@
 //! Reading a file whole, as text.
 
-use std::io;
+use std::io::{self, Read};
 use std::path::Path;
 
 use dsh_fs::FsError;
@@ -22,6 +22,13 @@ pub(crate) fn read_stored(path: &Path, cap: u64) -> Result<Stored, FsError> {
     if meta.is_dir() {
         return Err(FsError::IsDirectory { path: path.into() });
     }
+    // A FIFO would block the read forever and a device (/dev/zero) never ends.
+    if !meta.is_file() {
+        return Err(FsError::NotText {
+            path: path.into(),
+            why: "it is not a regular file (a device, FIFO or socket)".into(),
+        });
+    }
     if meta.len() > cap {
         return Err(FsError::TooLarge {
             path: path.into(),
@@ -29,7 +36,11 @@ pub(crate) fn read_stored(path: &Path, cap: u64) -> Result<Stored, FsError> {
             cap,
         });
     }
-    let bytes = std::fs::read(path).map_err(|err| io_error(path, &err))?;
+    // Never more than the cap plus one byte, however long the file turns out to be.
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    std::fs::File::open(path)
+        .and_then(|file| file.take(cap + 1).read_to_end(&mut bytes))
+        .map_err(|err| io_error(path, &err))?;
     // A file that grew past the cap between the two calls is refused too.
     if bytes.len() as u64 > cap {
         return Err(FsError::TooLarge {

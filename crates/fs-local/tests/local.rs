@@ -228,3 +228,15 @@ async fn a_file_that_is_not_text_cannot_be_overwritten_blind() {
     assert_eq!(err.code(), "not_text");
     assert_eq!(std::fs::read(&path).unwrap(), b"\0\0\0");
 }
+
+#[tokio::test]
+async fn devices_and_fifos_are_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    dsh_test_support::tree::fifo(&fifo);
+    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+        let err = files().read(path).await.unwrap_err();
+        assert_eq!(err.code(), "not_text", "{path:?}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+}
