@@ -179,7 +179,15 @@ test("a load in a second process replays every update before its result", async 
     });
     assert.ok(result !== undefined);
     const kinds = updates.map((u) => u.update.sessionUpdate);
-    assert.deepEqual(kinds, ["user_message_chunk", "agent_thought_chunk", "agent_message_chunk"]);
+    // The usage of the model call comes back too: the editor's context ring is restored.
+    assert.deepEqual(kinds, [
+      "user_message_chunk",
+      "agent_thought_chunk",
+      "agent_message_chunk",
+      "usage_update",
+    ]);
+    const usage = updates[3].update;
+    assert.ok(usage.used > 0 && usage.size > 0, JSON.stringify(usage));
     assert.equal(updates[0].update.content.text, "hello");
     assert.ok(updates.every((u) => u.sessionId === sessionId));
   });

@@ -13,6 +13,12 @@ use crate::Sandbox;
 mod invariants;
 pub use invariants::{Wire, check as check_invariants};
 
+/// Whether an update is a `usage_update`, which follows every model call: the prompt helpers
+/// keep those apart ([`AcpDriver::usage`]), so that suites about other updates read the same.
+pub fn is_usage(update: &Value) -> bool {
+    update["sessionUpdate"] == "usage_update"
+}
+
 /// The `sessionUpdate` kind of each update, in order.
 pub fn update_kinds(updates: &[Value]) -> Vec<&str> {
     updates
@@ -70,6 +76,8 @@ pub struct AcpDriver {
     /// When set, the driver answers `fs/read_text_file` and `fs/write_text_file` as an
     /// editor holding these buffers would.
     pub editor: Option<Editor>,
+    /// The `usage_update`s the prompt helpers set apart, in order.
+    pub usage: Vec<Value>,
 }
 
 /// An editor's open buffers, as the driver plays one.
@@ -160,6 +168,7 @@ impl AcpDriver {
             policy: Policy::Allow,
             asked: Vec::new(),
             editor: None,
+            usage: Vec::new(),
         }
     }
 
@@ -279,7 +288,8 @@ impl AcpDriver {
         self.send(&answer);
     }
 
-    /// Reads frames until the response to `id`; returns it and the frames before it.
+    /// Reads frames until the response to `id`; returns it and the frames before it (usage
+    /// updates included).
     pub fn response(&mut self, id: &Value) -> (Value, Vec<Value>) {
         let mut before = Vec::new();
         loop {
@@ -358,11 +368,12 @@ impl AcpDriver {
     pub fn prompt_to_end(&mut self, session: &str, text: &str) -> (Value, Vec<Value>) {
         let id = self.prompt(session, text);
         let (response, before) = self.response(&id);
-        let updates = before
+        let (usage, updates): (Vec<Value>, Vec<Value>) = before
             .into_iter()
             .filter(|f| f["method"] == "session/update" && f["params"]["sessionId"] == session)
             .map(|f| f["params"]["update"].clone())
-            .collect();
+            .partition(is_usage);
+        self.usage.extend(usage);
         (response, updates)
     }
 

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_e2e::Sandbox;
-use dsh_e2e::acp::{AcpDriver, update_kinds};
+use dsh_e2e::acp::{AcpDriver, is_usage, update_kinds};
 use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
 use serde_json::{Value, json};
 
@@ -18,6 +18,7 @@ fn load(acp: &mut AcpDriver, session: &str, cwd: &Value) -> (Value, Vec<Value>) 
         .into_iter()
         .filter(|f| f["method"] == "session/update")
         .map(|f| f["params"]["update"].clone())
+        .filter(|u| !is_usage(u))
         .collect();
     (response, updates)
 }

@@ -176,6 +176,8 @@ fn a_turn_on_the_terminal_reads_as_a_person_sees_it() {
         insta::with_settings!({filters => vec![
             (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[session id]"),
             (r"· \d+(\.\d+)? s\]", "· [seconds] s]"),
+            // The estimate counts the system prompt, which names the sandbox and the machine.
+            (r"context ~\d+(\.\d+)?k/", "context ~[tokens]/"),
             // The spinner's frames, and how many there are, depend on timing: each is removed
             // with the clear that ends it.
             (r"[^\n]*?· \$ printf[^\n]*?\r?\x1b\[2K", ""),

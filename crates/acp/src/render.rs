@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Diff, SessionUpdate, Terminal, ToolCall, ToolCallContent,
     ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    UsageUpdate,
 };
 use dsh_agent::MessageSource;
 use dsh_agent::record::{Chunk, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord};
@@ -175,6 +176,13 @@ impl Renderer {
                     if !content.is_empty() {
                         out.push(message(content));
                     }
+                }
+                // The context ring: how full the model's context is after this call.
+                if let Some(context) = answer.context {
+                    out.push(SessionUpdate::UsageUpdate(UsageUpdate::new(
+                        context.used,
+                        context.window,
+                    )));
                 }
             }
             Record::ToolCall(call) => {

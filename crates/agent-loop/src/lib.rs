@@ -43,6 +43,7 @@ mod stored;
 mod tools;
 mod trace;
 mod turn;
+mod usage;
 mod verbs;
 mod writer;
 

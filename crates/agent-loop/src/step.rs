@@ -85,6 +85,7 @@ pub(crate) async fn run_step(
         Err(err) => return StepEnd::End(unavailable("tool registry", &err)),
     };
     let request = build_request(agent, &tools);
+    let sent = crate::usage::request_bytes(&request);
     let mut answer = Answer::default();
     let model_name = model.info().model.clone();
     let span =
@@ -142,6 +143,16 @@ pub(crate) async fn run_step(
             } else {
                 std::mem::take(&mut answer.calls)
             };
+            let received = (answer.text.len()
+                + answer.reasoning.len()
+                + crate::usage::calls_bytes(&answer.calls)
+                + crate::usage::calls_bytes(&calls)) as u64;
+            let context = crate::usage::context_usage(
+                answer.usage.as_ref(),
+                sent,
+                received,
+                agent.options.context_window.get(),
+            );
             let record = AssistantMessageRecord {
                 turn,
                 step,
@@ -149,6 +160,7 @@ pub(crate) async fn run_step(
                 model: model_name,
                 finish: Some(finish),
                 usage: answer.usage.take(),
+                context: Some(context),
                 interrupted: false,
             };
             writer.append(&kinds.assistant, &record);
@@ -335,6 +347,7 @@ fn write_interrupted(writer: &mut Writer<'_>, turn: u32, step: u32, answer: &Ans
         model: model.to_owned(),
         finish: None,
         usage: None,
+        context: None,
         interrupted: true,
     };
     let kinds = &writer.agent.shared.kinds;

@@ -1,6 +1,6 @@
 //! Per-agent options.
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use dsh_llm::ReasoningEffort;
 
@@ -27,7 +27,14 @@ pub struct AgentOptions {
     pub reasoning: Option<ReasoningEffort>,
     /// Model requests per turn, 1 ..= 10 000 (default 50).
     pub max_steps: NonZeroU32,
+    /// The model's context window in tokens, against which each call's usage is told
+    /// (default [`DEFAULT_CONTEXT_WINDOW`]).
+    pub context_window: NonZeroU64,
 }
+
+/// The window assumed when nobody said: small enough for most local models, so usage reads
+/// high rather than low.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 32_768;
 
 impl Default for AgentOptions {
     fn default() -> Self {
@@ -38,6 +45,7 @@ impl Default for AgentOptions {
             temperature: None,
             reasoning: None,
             max_steps: NonZeroU32::MIN.saturating_add(49),
+            context_window: NonZeroU64::MIN.saturating_add(DEFAULT_CONTEXT_WINDOW - 1),
         }
     }
 }
@@ -80,6 +88,8 @@ pub struct AgentOverrides {
     pub reasoning: Option<ReasoningEffort>,
     /// Replaces the step limit.
     pub max_steps: Option<NonZeroU32>,
+    /// Replaces the context window.
+    pub context_window: Option<NonZeroU64>,
 }
 
 impl AgentOverrides {
@@ -95,6 +105,7 @@ impl AgentOverrides {
             temperature: self.temperature.or(defaults.temperature),
             reasoning: self.reasoning.or(defaults.reasoning),
             max_steps: self.max_steps.unwrap_or(defaults.max_steps),
+            context_window: self.context_window.unwrap_or(defaults.context_window),
         }
     }
 

@@ -155,10 +155,32 @@ pub struct AssistantMessageRecord {
     /// The server's token accounting, when it reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// How full the context was after this call, against the window then configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
     /// The stream was cut short (cancel or failure): what the user already saw is kept, and
     /// no tool call of it ever runs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
+}
+
+/// How much of the model's context a call used: what the server reported (prompt and
+/// completion tokens), or an estimate from the bytes sent and received (four bytes a token)
+/// when it reported nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextUsage {
+    /// Tokens in the context after the call: the prompt and the answer.
+    pub used: u64,
+    /// The context window, in tokens.
+    pub window: u64,
+    /// `used` is an estimate: the server reported no usage.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub estimated: bool,
+}
+
+impl ContextUsage {
+    /// Bytes a token is taken to be when a server reports no usage.
+    pub const BYTES_PER_TOKEN: u64 = 4;
 }
 
 fn is_false(value: &bool) -> bool {

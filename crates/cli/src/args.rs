@@ -43,6 +43,10 @@ pub struct Global {
     /// The model's output token limit.
     #[arg(long, global = true, value_name = "N")]
     pub max_tokens: Option<NonZeroU32>,
+    /// The model's context window, in tokens (default: known for DeepSeek's models,
+    /// 32768 for others).
+    #[arg(long, global = true, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
     /// A scripted offline model: a built-in name (`demo`) or a script file.
     #[arg(long, global = true, value_name = "SCRIPT")]
     pub replay: Option<String>,

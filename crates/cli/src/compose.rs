@@ -154,6 +154,7 @@ fn options(settings: &Settings) -> AgentOptions {
     options.max_output_tokens = settings.max_tokens.value;
     options.temperature = settings.temperature.value;
     options.reasoning = settings.reasoning.value;
+    options.context_window = settings.context_window.value;
     if let Some(steps) = settings.max_steps.value {
         options.max_steps = steps;
     }

@@ -28,6 +28,8 @@ mod run;
 mod sessions;
 mod settings;
 mod signals;
+mod tally;
+mod window;
 
 use std::process::ExitCode;
 

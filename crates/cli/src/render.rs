@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{
-    AssistantChunkRecord, AssistantMessageRecord, Chunk, Record, ToolProgressRecord,
-    ToolResultRecord,
+    AssistantChunkRecord, Chunk, Record, ToolProgressRecord, ToolResultRecord,
 };
 use dsh_session::{Ephemeral, Session, SessionEvent, SessionObserver};
 use dsh_tools::safe_text::SafeText;
@@ -22,6 +21,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+
+use crate::tally::Tally;
 
 /// How a run is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,10 +38,7 @@ struct State {
     in_reasoning: bool,
     /// Open calls: id → (the `tool/call` time, its name).
     calls: HashMap<String, (i64, String)>,
-    steps: u32,
-    input_tokens: u64,
-    output_tokens: u64,
-    cache_hit_tokens: u64,
+    tally: Tally,
     at_line_start: bool,
     /// The model's answer and reasoning arrive in pieces that may split an escape sequence:
     /// each stream has its own filter.
@@ -71,10 +69,7 @@ impl Default for State {
         State {
             in_reasoning: false,
             calls: HashMap::new(),
-            steps: 0,
-            input_tokens: 0,
-            output_tokens: 0,
-            cache_hit_tokens: 0,
+            tally: Tally::default(),
             at_line_start: true,
             text: SafeText::new(false),
             reasoning: SafeText::new(false),
@@ -132,10 +127,9 @@ impl Renderer {
         })
     }
 
-    /// `(steps, input tokens, output tokens, cache hits)` so far.
-    pub fn totals(&self) -> (u32, u64, u64, u64) {
-        let s = self.state.lock();
-        (s.steps, s.input_tokens, s.output_tokens, s.cache_hit_tokens)
+    /// What the run's model calls used so far.
+    pub fn totals(&self) -> Tally {
+        self.state.lock().tally.clone()
     }
 
     /// Shows a passing state of the run (`server busy (HTTP 429) — retrying in 3 s …`): on a
@@ -305,7 +299,7 @@ impl Renderer {
                 // The streams are plain text (no colour kept), so ending them emits nothing.
                 state.text.finish();
                 state.reasoning.finish();
-                count_usage(&mut state, &answer);
+                state.tally.count(&answer);
                 if !state.at_line_start {
                     self.out(b"\n");
                     state.at_line_start = true;
@@ -493,17 +487,10 @@ impl Renderer {
             },
             Record::AssistantMessage(answer) => {
                 let mut state = self.state.lock();
-                count_usage(&mut state, &answer);
-                if let Some(usage) = &answer.usage {
-                    self.json_line(&json!({
-                        "type": "usage",
-                        "step": answer.step,
-                        "input_tokens": usage.input_tokens,
-                        "output_tokens": usage.output_tokens,
-                        "cache_hit_tokens": usage.cache_hit_tokens,
-                        "cache_miss_tokens": usage.cache_miss_tokens,
-                        "reasoning_tokens": usage.reasoning_tokens,
-                    }));
+                state.tally.count(&answer);
+                // One line a finished call: its usage, or that the server gave none.
+                if answer.usage.is_some() || answer.context.is_some() {
+                    self.json_line(&Tally::json_line(&answer));
                 }
                 json!({"type": "message", "step": answer.step, "text": answer.message.content})
             }
@@ -541,15 +528,6 @@ impl Renderer {
             }
         };
         self.json_line(&line);
-    }
-}
-
-fn count_usage(state: &mut State, answer: &AssistantMessageRecord) {
-    state.steps += 1;
-    if let Some(usage) = &answer.usage {
-        state.input_tokens += usage.input_tokens;
-        state.output_tokens += usage.output_tokens;
-        state.cache_hit_tokens += usage.cache_hit_tokens.unwrap_or(0);
     }
 }
 

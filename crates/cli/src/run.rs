@@ -474,7 +474,8 @@ fn reason_text(reason: &TurnEndReason) -> String {
 }
 
 fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId) {
-    let (steps, input, output, cache) = renderer.totals();
+    let tally = renderer.totals();
+    let (steps, input, output, cache) = (tally.steps, tally.input, tally.output, tally.cache_hit);
     let (turn, reason) = match outcome {
         TurnOutcome::Ended { turn, reason } => (Some(*turn), reason.clone()),
         TurnOutcome::Discarded { cause } => (None, TurnEndReason::Aborted { cause: *cause }),
@@ -513,12 +514,8 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
         (TurnEndReason::Error { .. }, true) => format!("\x1b[31m{reason_words}\x1b[0m"),
         (_, true) => format!("\x1b[33m{reason_words}\x1b[0m"),
     };
-    let footer = [
-        "dsh".to_owned(),
-        reason_words,
-        format!("{steps} steps"),
-        format!("{input}/{output} tokens (cache hit {cache})"),
-        format!("saved: dsh sessions show {id}"),
-    ];
+    let mut footer = vec!["dsh".to_owned(), reason_words, format!("{steps} steps")];
+    footer.extend(tally.footer());
+    footer.push(format!("saved: dsh sessions show {id}"));
     eprintln!("{}", fit(&footer, stderr_width()));
 }

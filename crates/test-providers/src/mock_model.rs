@@ -72,6 +72,29 @@ impl MockResponse {
         MockResponse::sse_bytes(chunks(&[delta], "stop"))
     }
 
+    /// A 200 SSE answer of plain text that finishes `stop`, then reports its usage in a last
+    /// chunk with no choices, as DeepSeek and OpenAI do with `include_usage`.
+    pub fn text_with_usage(
+        text: &str,
+        prompt: u64,
+        completion: u64,
+        cache_hit: u64,
+    ) -> MockResponse {
+        let delta = serde_json::json!({"content": text});
+        let mut body = chunks(&[delta], "stop");
+        let done = b"data: [DONE]\n\n";
+        body.truncate(body.len() - done.len());
+        let usage = serde_json::json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk",
+            "created": 1767225600, "model": "mock", "choices": [],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion,
+                      "prompt_cache_hit_tokens": cache_hit,
+                      "prompt_cache_miss_tokens": prompt - cache_hit}});
+        body.extend_from_slice(format!("data: {usage}\n\n").as_bytes());
+        body.extend_from_slice(done);
+        MockResponse::sse_bytes(body)
+    }
+
     /// A 200 SSE answer asking for one tool call (`arguments` as JSON) that finishes
     /// `tool_calls`.
     pub fn tool_call(name: &str, arguments: &serde_json::Value) -> MockResponse {

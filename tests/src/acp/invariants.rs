@@ -30,12 +30,13 @@ const STOP_REASONS: [&str; 5] = [
 
 /// The update variants dsh sends unasked; an opt-in one (`notice`) only to a client that
 /// advertised it.
-const UPDATES: [&str; 5] = [
+const UPDATES: [&str; 6] = [
     "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
     "tool_call",
     "tool_call_update",
+    "usage_update",
 ];
 
 #[derive(Default)]

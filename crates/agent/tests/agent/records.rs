@@ -165,6 +165,7 @@ fn crash_repair_reads_the_calls_of_a_typed_reply() {
         model: "m".into(),
         finish: Some(FinishReason::ToolCalls),
         usage: Some(Usage::default()),
+        context: None,
         interrupted: false,
     };
     let user = UserMessageRecord {

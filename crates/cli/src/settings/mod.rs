@@ -8,7 +8,7 @@ mod file;
 mod table;
 
 use std::fmt;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -82,6 +82,8 @@ pub struct Settings {
     pub max_tokens: Set<Option<NonZeroU32>>,
     pub temperature: Set<Option<f32>>,
     pub max_steps: Set<Option<NonZeroU32>>,
+    /// The model's context window in tokens.
+    pub context_window: Set<NonZeroU64>,
     pub connect_timeout: Set<Duration>,
     pub idle_timeout: Set<Duration>,
     pub max_retries: Set<u32>,
@@ -129,6 +131,7 @@ impl Settings {
             max_tokens: typed.get_or_unset("max_tokens", |t| t.parse().ok())?,
             temperature: typed.get_or_unset("temperature", |t| t.parse().ok())?,
             max_steps: typed.get_or_unset("max_steps", |t| t.parse().ok())?,
+            context_window: typed.get("context_window", |t| t.parse().ok())?,
             connect_timeout: typed.get("http.connect_timeout_secs", secs)?,
             idle_timeout: typed.get("http.idle_timeout_secs", secs)?,
             max_retries: typed.get("http.max_retries", |t| t.parse().ok())?,
@@ -230,6 +233,7 @@ fn flag_text(flag: &str, global: &Global, flags: CommandFlags) -> Result<Option<
         "--reasoning" => global.reasoning.map(|r| level(r).to_owned()),
         "--max-tokens" => global.max_tokens.map(|n| n.to_string()),
         "--max-steps" => flags.max_steps.map(|n| n.to_string()),
+        "--context-window" => global.context_window.map(|n| n.to_string()),
         "--replay" => global.replay.clone(),
         "--system-prompt-file" => match &global.system_prompt_file {
             None => None,
@@ -265,11 +269,14 @@ fn flag_text(flag: &str, global: &Global, flags: CommandFlags) -> Result<Option<
 
 /// The defaults that depend on the environment or on other settings.
 fn derive_defaults(resolved: &mut [Resolved]) -> Result<(), Failure> {
-    let base_url = resolved
-        .iter()
-        .find(|r| r.key.name == "base_url")
-        .and_then(|r| r.text.clone())
-        .unwrap_or_default();
+    let text = |name: &str| {
+        resolved
+            .iter()
+            .find(|r| r.key.name == name)
+            .and_then(|r| r.text.clone())
+            .unwrap_or_default()
+    };
+    let (base_url, model) = (text("base_url"), text("model"));
     for r in resolved.iter_mut() {
         if r.text.is_some() || r.key.default != table::Default::Derived {
             continue;
@@ -279,6 +286,7 @@ fn derive_defaults(resolved: &mut [Resolved]) -> Result<(), Failure> {
             // A DeepSeek key is only ever sent to DeepSeek.
             "api_key_env" if is_deepseek(&base_url) => "DEEPSEEK_API_KEY".to_owned(),
             "api_key_env" => "DSH_API_KEY".to_owned(),
+            "context_window" => crate::window::default_window(&model).to_string(),
             other => {
                 return Err(Failure::internal(format!("no derived default for {other}")));
             }
@@ -438,6 +446,8 @@ mod tests {
             "low",
             "--max-tokens",
             "7",
+            "--context-window",
+            "50000",
             "--replay",
             "demo",
             "--data-dir",

@@ -1,0 +1,166 @@
+//! What a run's model calls used: the totals the footer and `--json` report, and how full the
+//! context was after the last call. A server that reports no usage leaves the totals unknown
+//! (shown as "not reported", never as 0) and the context estimated (shown with `~`).
+
+use dsh_agent::record::{AssistantMessageRecord, ContextUsage};
+use serde_json::{Value, json};
+
+/// The usage of a run so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tally {
+    /// Model calls that finished.
+    pub steps: u32,
+    /// Prompt tokens, over the calls the server reported.
+    pub input: u64,
+    /// Completion tokens, likewise.
+    pub output: u64,
+    /// Prompt tokens served from the server's cache.
+    pub cache_hit: u64,
+    /// Some call's usage was reported.
+    pub reported: bool,
+    /// The context after the last call that said.
+    pub context: Option<ContextUsage>,
+}
+
+impl Tally {
+    /// Adds one finished model call.
+    pub fn count(&mut self, answer: &AssistantMessageRecord) {
+        self.steps += 1;
+        if let Some(usage) = answer.usage.as_ref().filter(|u| u.input_tokens > 0) {
+            self.reported = true;
+            self.input += usage.input_tokens;
+            self.output += usage.output_tokens;
+            self.cache_hit += usage.cache_hit_tokens.unwrap_or(0);
+        }
+        if answer.context.is_some() {
+            self.context = answer.context;
+        }
+    }
+
+    /// The footer's usage parts: the context against the window, then the totals.
+    pub fn footer(&self) -> Vec<String> {
+        let mut parts = Vec::new();
+        if let Some(context) = &self.context {
+            let approx = if context.estimated { "~" } else { "" };
+            let percent = context.used.saturating_mul(100) / context.window.max(1);
+            parts.push(format!(
+                "context {approx}{}/{} ({percent}%)",
+                tokens(context.used),
+                tokens(context.window)
+            ));
+        }
+        parts.push(match self.reported {
+            true => format!(
+                "in {} (cache hit {}) · out {}",
+                tokens(self.input),
+                tokens(self.cache_hit),
+                tokens(self.output)
+            ),
+            false => "token usage not reported by the server".to_owned(),
+        });
+        parts
+    }
+
+    /// The `--json` line of one model call.
+    pub fn json_line(answer: &AssistantMessageRecord) -> Value {
+        let usage = answer.usage.as_ref().filter(|u| u.input_tokens > 0);
+        json!({
+            "type": "usage",
+            "step": answer.step,
+            "input_tokens": usage.map(|u| u.input_tokens),
+            "output_tokens": usage.map(|u| u.output_tokens),
+            "cache_hit_tokens": usage.and_then(|u| u.cache_hit_tokens),
+            "cache_miss_tokens": usage.and_then(|u| u.cache_miss_tokens),
+            "reasoning_tokens": usage.and_then(|u| u.reasoning_tokens),
+            "context_used": answer.context.map(|c| c.used),
+            "context_window": answer.context.map(|c| c.window),
+            "estimated": answer.context.is_some_and(|c| c.estimated),
+        })
+    }
+}
+
+/// `n` tokens the way people read them: 950, 12.3k, 1.2M.
+fn tokens(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => trim(format!("{:.1}", n as f64 / 1_000.0)) + "k",
+        _ => trim(format!("{:.1}", n as f64 / 1_000_000.0)) + "M",
+    }
+}
+
+fn trim(number: String) -> String {
+    number
+        .strip_suffix(".0")
+        .map(str::to_owned)
+        .unwrap_or(number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_agent::record::AssistantReply;
+    use dsh_llm::Usage;
+
+    fn answer(usage: Option<Usage>, context: Option<ContextUsage>) -> AssistantMessageRecord {
+        AssistantMessageRecord {
+            turn: 1,
+            step: 1,
+            message: AssistantReply::default(),
+            model: "m".into(),
+            finish: None,
+            usage,
+            context,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn tokens_read_as_people_read_them() {
+        for (n, shown) in [
+            (950, "950"),
+            (12_345, "12.3k"),
+            (1_000, "1k"),
+            (1_000_000, "1M"),
+        ] {
+            assert_eq!(tokens(n), shown);
+        }
+    }
+
+    #[test]
+    fn a_server_without_usage_never_reads_as_zero() {
+        let mut tally = Tally::default();
+        let estimated = ContextUsage {
+            used: 2_500,
+            window: 32_768,
+            estimated: true,
+        };
+        tally.count(&answer(None, Some(estimated)));
+        assert_eq!(
+            tally.footer(),
+            [
+                "context ~2.5k/32.8k (7%)",
+                "token usage not reported by the server"
+            ]
+        );
+        let reported = Usage {
+            input_tokens: 120_000,
+            output_tokens: 900,
+            cache_hit_tokens: Some(100_000),
+            ..Usage::default()
+        };
+        let context = ContextUsage {
+            used: 120_900,
+            window: 1_000_000,
+            estimated: false,
+        };
+        tally.count(&answer(Some(reported), Some(context)));
+        assert_eq!(
+            tally.footer(),
+            [
+                "context 120.9k/1M (12%)",
+                "in 120k (cache hit 100k) · out 900"
+            ]
+        );
+        assert_eq!(tally.steps, 2);
+    }
+}
