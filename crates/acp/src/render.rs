@@ -197,6 +197,9 @@ impl Renderer {
                 self.streamed.remove(&(at.turn, at.step));
             }
             Record::TurnEnd(end) => out.extend(self.close_turn(Some(end.turn))),
+            // The transcript keeps everything; the mark says where the model's history
+            // starts again from a summary.
+            Record::Compacted(_) => out.push(message(COMPACTED_MARK.to_owned())),
             Record::TurnStart(_)
             | Record::StepStart(_)
             | Record::Instructions(_)
@@ -535,6 +538,10 @@ impl Renderer {
         Some(call)
     }
 }
+
+/// Where a compaction happened, as the transcript shows it.
+const COMPACTED_MARK: &str =
+    "\n\n[context compacted: the model continues from a summary of the conversation above]\n\n";
 
 /// A change as ACP's `diff` content with the location of its first line. A file that did not
 /// exist has no old text, so the card shows a creation.

@@ -12,12 +12,14 @@
 //! unasked.
 //!
 //! The projection also keeps the log's last `context/instructions` record, the system text
-//! the agent sends while it is current.
+//! the agent sends while it is current. A `context/compacted` record starts the history again
+//! from its summary and the user messages it kept: the log keeps everything, the model sees
+//! what the compaction left.
 
 use std::sync::Arc;
 
 use dsh_agent::TurnEndReason;
-use dsh_agent::record::{InstructionsRecord, Record, ToolResultRecord, TurnEnd};
+use dsh_agent::record::{ContextUsage, InstructionsRecord, Record, ToolResultRecord, TurnEnd};
 use dsh_llm::Message;
 use dsh_session::SessionEvent;
 
@@ -31,6 +33,19 @@ pub(crate) struct Projection {
     next_seq: u64,
     messages: Vec<Message>,
     instructions: Option<InstructionsRecord>,
+    /// Since the last compaction: what a compaction needs besides the messages.
+    since: Since,
+}
+
+/// What the history holds since its last compaction (or the log's start).
+#[derive(Clone, Default)]
+pub(crate) struct Since {
+    /// Every user message, in order, unmerged.
+    pub users: Vec<String>,
+    /// Every tool call: its tool's name and its arguments.
+    pub calls: Vec<(String, String)>,
+    /// The context after the last model call that recorded one.
+    pub context: Option<ContextUsage>,
 }
 
 impl Projection {
@@ -59,6 +74,7 @@ impl Projection {
         match record {
             Record::UserMessage(user) => {
                 let text = user.message.text;
+                self.since.users.push(text.clone());
                 match self.messages.last_mut() {
                     Some(Message::User { content }) => {
                         content.push_str("\n\n");
@@ -68,6 +84,9 @@ impl Projection {
                 }
             }
             Record::AssistantMessage(answer) => {
+                if answer.context.is_some() {
+                    self.since.context = answer.context;
+                }
                 if !answer.message.is_empty() {
                     self.messages.push(answer.message.to_message());
                 }
@@ -76,6 +95,18 @@ impl Projection {
                 call_id, content, ..
             }) => self.messages.push(Message::Tool { call_id, content }),
             Record::Instructions(record) => self.instructions = Some(record),
+            // From here the model's history starts again: the summary and the kept messages
+            // stand for everything before.
+            Record::Compacted(record) => {
+                self.messages = vec![Message::User {
+                    content: record.opening(),
+                }];
+                self.since = Since {
+                    users: record.kept,
+                    ..Since::default()
+                };
+            }
+            Record::ToolCall(call) => self.since.calls.push((call.name, call.arguments)),
             Record::TurnEnd(TurnEnd {
                 reason: TurnEndReason::Aborted { .. },
                 ..
@@ -90,7 +121,6 @@ impl Projection {
             | Record::StepStart(_)
             | Record::StepEnd(_)
             | Record::AssistantChunk(_)
-            | Record::ToolCall(_)
             | Record::Other => {}
         }
     }
@@ -98,6 +128,16 @@ impl Projection {
     /// The model messages of the events read, in log order.
     pub(crate) fn messages(&self) -> Vec<Message> {
         self.messages.clone()
+    }
+
+    /// What the history holds since its last compaction.
+    pub(crate) fn since(&self) -> &Since {
+        &self.since
+    }
+
+    /// The seq of the last event read (none before the first).
+    pub(crate) fn last_seq(&self) -> Option<u64> {
+        self.next_seq.checked_sub(1)
     }
 
     /// The last `context/instructions` record read.

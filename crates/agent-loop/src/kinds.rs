@@ -13,6 +13,7 @@ pub(crate) struct Kinds {
     pub(crate) tool_call: EventType,
     pub(crate) tool_result: EventType,
     pub(crate) instructions: EventType,
+    pub(crate) compacted: EventType,
     pub(crate) progress: EventType,
 }
 
@@ -29,6 +30,7 @@ impl Kinds {
             tool_call: EventType::new(EventType::TOOL_CALL)?,
             tool_result: EventType::new(EventType::TOOL_RESULT)?,
             instructions: EventType::new(dsh_agent::record::CONTEXT_INSTRUCTIONS)?,
+            compacted: EventType::new(dsh_agent::record::CONTEXT_COMPACTED)?,
             progress: EventType::new(dsh_agent::record::TOOL_PROGRESS)?,
         })
     }

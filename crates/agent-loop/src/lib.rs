@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+mod compact;
 mod config;
 mod context;
 mod create;
@@ -87,6 +88,10 @@ impl Plugin for AgentLoopPlugin {
         store
             .vocabulary()
             .register(&kinds.instructions, EventClass::Ignorable)?;
+        // Likewise for a compaction: an older dsh sends the whole history instead.
+        store
+            .vocabulary()
+            .register(&kinds.compacted, EventClass::Ignorable)?;
         let shared = Arc::new(shared::Loop {
             config: self.config.clone(),
             kinds,

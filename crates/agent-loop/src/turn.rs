@@ -4,13 +4,14 @@
 
 use std::time::Instant;
 
-use dsh_agent::record::UserMessageRecord;
+use dsh_agent::record::{CompactTrigger, UserMessageRecord};
 use dsh_agent::{TicketSender, TurnEndReason};
 use dsh_kernel::CancellationToken;
 use dsh_session::{StepMark, TurnEnd, TurnStart};
 use tracing::Instrument;
 
 use crate::agent::LoopAgent;
+use crate::compact;
 use crate::context::{Settled, settle};
 use crate::inbox::Pending;
 use crate::step::{StepEnd, run_step};
@@ -75,9 +76,14 @@ pub(crate) async fn run_turn(
         } else {
             let span = tracing::debug_span!("step", step);
             let started = Instant::now();
-            let end = run_step(&mut writer, number, step, &token)
-                .instrument(span.clone())
-                .await;
+            let end = match compact_if_due(&mut writer, number, &token).await {
+                Some(end) => end,
+                None => {
+                    run_step(&mut writer, number, step, &token)
+                        .instrument(span.clone())
+                        .await
+                }
+            };
             span.in_scope(|| match &end {
                 StepEnd::End(reason) => tracing::debug!(
                     ends_turn = reason.kind(),
@@ -151,4 +157,26 @@ fn next_step(
     }
     *claim = state.inbox.claim_boundary();
     None
+}
+
+/// Compacts the history first when the last call's context reached the agent's threshold;
+/// `Some` when that ended the step (a cancel). A failed compaction is logged and the step
+/// goes on with the whole history: the server may still take it.
+async fn compact_if_due(
+    writer: &mut Writer<'_>,
+    turn: u32,
+    token: &CancellationToken,
+) -> Option<StepEnd> {
+    let agent = writer.agent;
+    if !compact::due(agent) {
+        return None;
+    }
+    match compact::compact(writer, token, CompactTrigger::Auto).await {
+        compact::Outcome::Compacted => None,
+        compact::Outcome::Cancelled => Some(StepEnd::End(agent.aborted(turn))),
+        compact::Outcome::Failed(failure) => {
+            tracing::warn!(agent = %agent.id, "no compaction: {}", failure.message);
+            None
+        }
+    }
 }

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+mod compacted;
 mod context;
 mod error;
 mod event;

@@ -30,6 +30,9 @@ pub struct AgentOptions {
     /// The model's context window in tokens, against which each call's usage is told
     /// (default [`DEFAULT_CONTEXT_WINDOW`]).
     pub context_window: NonZeroU64,
+    /// The share of the window at which the next step first compacts the history, 0 ..= 1
+    /// (default 0.8); 0 never compacts.
+    pub compact_at: f32,
 }
 
 /// The window assumed when nobody said: small enough for most local models, so usage reads
@@ -46,6 +49,7 @@ impl Default for AgentOptions {
             reasoning: None,
             max_steps: NonZeroU32::MIN.saturating_add(49),
             context_window: NonZeroU64::MIN.saturating_add(DEFAULT_CONTEXT_WINDOW - 1),
+            compact_at: 0.8,
         }
     }
 }
@@ -65,6 +69,12 @@ impl AgentOptions {
             return Err(AgentError::InvalidRequest {
                 field: "options.temperature".into(),
                 reason: format!("{t} is outside 0..=2"),
+            });
+        }
+        if !(self.compact_at.is_finite() && (0.0..=1.0).contains(&self.compact_at)) {
+            return Err(AgentError::InvalidRequest {
+                field: "options.compact_at".into(),
+                reason: format!("{} is outside 0..=1", self.compact_at),
             });
         }
         Ok(())
@@ -90,6 +100,8 @@ pub struct AgentOverrides {
     pub max_steps: Option<NonZeroU32>,
     /// Replaces the context window.
     pub context_window: Option<NonZeroU64>,
+    /// Replaces the compaction threshold.
+    pub compact_at: Option<f32>,
 }
 
 impl AgentOverrides {
@@ -106,6 +118,7 @@ impl AgentOverrides {
             reasoning: self.reasoning.or(defaults.reasoning),
             max_steps: self.max_steps.unwrap_or(defaults.max_steps),
             context_window: self.context_window.unwrap_or(defaults.context_window),
+            compact_at: self.compact_at.unwrap_or(defaults.compact_at),
         }
     }
 

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::UserMessage;
 
+pub use crate::compacted::{CONTEXT_COMPACTED, CompactTrigger, CompactedRecord, SUMMARY_PREFIX};
 pub use crate::instructions::{
     Environment, GitState, InstructionSource, InstructionsRecord, SourceKind,
 };
@@ -239,6 +240,8 @@ pub enum Record {
     ToolResult(ToolResultRecord),
     /// `context/instructions`.
     Instructions(InstructionsRecord),
+    /// `context/compacted`.
+    Compacted(CompactedRecord),
     /// A kind outside this vocabulary (a plugin's, or an ignorable one of a newer dsh): its
     /// payload stays opaque.
     Other,
@@ -274,6 +277,7 @@ impl Record {
             EventType::TOOL_CALL => serde_json::from_str(data).map(Record::ToolCall),
             EventType::TOOL_RESULT => serde_json::from_str(data).map(Record::ToolResult),
             CONTEXT_INSTRUCTIONS => serde_json::from_str(data).map(Record::Instructions),
+            CONTEXT_COMPACTED => serde_json::from_str(data).map(Record::Compacted),
             _ => Ok(Record::Other),
         };
         parsed.map_err(|source| RecordError {
@@ -295,7 +299,7 @@ impl Record {
             | Record::AssistantMessage(AssistantMessageRecord { turn, .. })
             | Record::ToolCall(ToolCallRecord { turn, .. })
             | Record::ToolResult(ToolResultRecord { turn, .. }) => Some(*turn),
-            Record::Instructions(_) | Record::Other => None,
+            Record::Instructions(_) | Record::Compacted(_) | Record::Other => None,
         }
     }
 }

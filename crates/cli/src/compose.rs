@@ -155,6 +155,7 @@ fn options(settings: &Settings) -> AgentOptions {
     options.temperature = settings.temperature.value;
     options.reasoning = settings.reasoning.value;
     options.context_window = settings.context_window.value;
+    options.compact_at = settings.compact_at.value;
     if let Some(steps) = settings.max_steps.value {
         options.max_steps = steps;
     }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{
-    AssistantChunkRecord, Chunk, Record, ToolProgressRecord, ToolResultRecord,
+    AssistantChunkRecord, Chunk, CompactTrigger, Record, ToolProgressRecord, ToolResultRecord,
 };
 use dsh_session::{Ephemeral, Session, SessionEvent, SessionObserver};
 use dsh_tools::safe_text::SafeText;
@@ -412,6 +412,25 @@ impl Renderer {
                 state.at_line_start = true;
             }
             Record::Instructions(context) if !self.transcript => warn(&context.warnings),
+            // The transcript keeps everything: the mark says where the model's history starts
+            // again from a summary.
+            Record::Compacted(compacted) => {
+                self.end_reasoning(&mut state, color);
+                let line = format!(
+                    "[context compacted ({}): the model continues from a summary of {} tokens of conversation]\n",
+                    match compacted.trigger {
+                        CompactTrigger::Auto => "auto",
+                        CompactTrigger::Manual => "asked for",
+                        CompactTrigger::Overflow => "the server refused a long request",
+                    },
+                    compacted.tokens_before
+                );
+                let line = match color {
+                    true => format!("\x1b[2m{}\x1b[0m", line.trim_end()) + "\n",
+                    false => line,
+                };
+                self.side(line.as_bytes());
+            }
             Record::UserMessage(_)
             | Record::TurnEnd(_)
             | Record::TurnStart(_)
@@ -521,6 +540,8 @@ impl Renderer {
             | Record::StepStart(_)
             | Record::StepEnd(_)
             | Record::UserMessage(_)
+            // Not a line of the `--json` schema yet: compaction has no trigger so far.
+            | Record::Compacted(_)
             | Record::Other => return,
             Record::Instructions(context) => {
                 warn(&context.warnings);

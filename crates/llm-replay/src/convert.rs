@@ -86,6 +86,11 @@ impl ReplayScript {
                     entries.push(entry);
                     pending_final = (!has_calls).then_some(entries.len() - 1);
                 }
+                // The summary was a model call of its own: the replay must answer it too.
+                Record::Compacted(compacted) => {
+                    let stream = vec![item(ItemKind::Text(vec![compacted.summary]))];
+                    entries.push(entry(stream, Ending::Finish(FinishReason::Stop)));
+                }
                 Record::TurnEnd(end) => {
                     match end.reason {
                         TurnEndReason::MaxTokens | TurnEndReason::Refusal => {

@@ -377,3 +377,52 @@ fn outside_text_reaches_the_client_inert_and_only_a_terminal_card_gets_raw_bytes
         }
     }
 }
+
+#[test]
+fn each_answer_with_its_context_is_followed_by_a_usage_update() {
+    let answered = [event(
+        0,
+        "assistant/message",
+        json!({"turn": 1, "step": 1, "message": {"content": "x"},
+               "context": {"used": 1200, "window": 8192}}),
+    )];
+    for mode in [RenderMode::Live, RenderMode::Replay] {
+        let out = run(&answered, mode, false, false);
+        let usage = out.last().unwrap();
+        assert_eq!(usage["sessionUpdate"], "usage_update", "{out:?}");
+        assert_eq!(
+            (usage["used"].clone(), usage["size"].clone()),
+            (json!(1200), json!(8192))
+        );
+    }
+    // A log written before usage was recorded has none to tell.
+    let old = [event(
+        0,
+        "assistant/message",
+        json!({"turn": 1, "step": 1, "message": {"content": "x"}}),
+    )];
+    let out = run(&old, RenderMode::Replay, false, false);
+    assert!(
+        out.iter().all(|u| u["sessionUpdate"] != "usage_update"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_compaction_is_marked_where_it_happened_in_the_transcript() {
+    let events = [event(
+        0,
+        "context/compacted",
+        json!({"summary": "s", "through_seq": 0, "trigger": "auto"}),
+    )];
+    let out = run(&events, RenderMode::Replay, false, false);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["sessionUpdate"], "agent_message_chunk");
+    assert!(
+        out[0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("context compacted"),
+        "{out:?}"
+    );
+}

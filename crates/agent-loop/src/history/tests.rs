@@ -191,3 +191,72 @@ fn reading_a_log_in_pieces_projects_what_reading_it_whole_does() {
         assert_eq!(projection.messages(), whole, "split at {split}");
     }
 }
+
+fn compacted(summary: &str, through: u64, kept: &[&str]) -> (&'static str, Value) {
+    (
+        "context/compacted",
+        json!({"summary": summary, "through_seq": through, "kept": kept,
+               "files_read": ["src/a.rs"], "tokens_before": 90000, "trigger": "auto"}),
+    )
+}
+
+#[test]
+fn a_compaction_starts_the_history_again_from_its_summary_and_kept_messages() {
+    let events = log(&[
+        user(1, 1, "build the thing"),
+        answer(1, 1, "done part one", json!([])),
+        user(2, 1, "now part two"),
+        answer(2, 1, "working", json!([])),
+        compacted("Goal: the thing. Part one done.", 3, &["now part two"]),
+        user(3, 1, "and part three"),
+        answer(3, 1, "ok", json!([])),
+    ]);
+    let messages = project(&events);
+    let said = said(&messages);
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said[0].starts_with(&format!("user:{}", dsh_agent::record::SUMMARY_PREFIX)));
+    assert!(
+        said[0].contains("Goal: the thing. Part one done."),
+        "{}",
+        said[0]
+    );
+    assert!(
+        said[0].ends_with("now part two\n\nand part three"),
+        "{}",
+        said[0]
+    );
+    assert_eq!(said[1], "assistant:ok:0");
+    assert!(!said.iter().any(|m| m.contains("done part one")));
+}
+
+proptest::proptest! {
+    /// For any log (of prompts, answers, results and compactions, read in any two pieces),
+    /// the incremental projection equals the projection from scratch.
+    #[test]
+    fn an_incremental_projection_equals_one_from_scratch(
+        kinds in proptest::collection::vec(0u8..4, 0..40),
+        split in 0usize..40,
+    ) {
+        let records: Vec<(&'static str, Value)> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| {
+                let text = format!("m{i}");
+                match kind {
+                    0 => user(1, 1, &text),
+                    1 => answer(1, 1, &text, json!([])),
+                    2 => result(&text, &text),
+                    _ => compacted(&text, i as u64, &[text.as_str()]),
+                }
+            })
+            .collect();
+        let events = log(&records);
+        let whole = project(&events);
+        let split = split.min(events.len());
+        let mut projection = Projection::default();
+        projection.extend(&events[..split]);
+        let _ = projection.messages();
+        projection.extend(&events[split..]);
+        proptest::prop_assert_eq!(projection.messages(), whole);
+    }
+}

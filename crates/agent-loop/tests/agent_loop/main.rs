@@ -5,6 +5,7 @@
 
 mod cancel;
 mod claims;
+mod compaction;
 mod containment;
 mod context;
 mod edges;

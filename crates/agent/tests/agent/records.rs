@@ -111,6 +111,7 @@ fn every_record_re_encodes_to_what_it_was_read_from() {
             Record::ToolCall(r) => serde_json::to_string(&r),
             Record::ToolResult(r) => serde_json::to_string(&r),
             Record::Instructions(r) => serde_json::to_string(&r),
+            Record::Compacted(r) => serde_json::to_string(&r),
             Record::Other => continue,
         }
         .unwrap();
@@ -196,5 +197,27 @@ fn crash_repair_reads_the_calls_of_a_typed_reply() {
             ("a".to_owned(), TOOL_NOT_STARTED.to_owned()),
             ("b".to_owned(), TOOL_NOT_STARTED.to_owned())
         ]
+    );
+}
+
+#[test]
+fn a_compaction_record_reads_back_and_opens_with_its_summary_and_kept_messages() {
+    use dsh_agent::record::{CompactTrigger, CompactedRecord, SUMMARY_PREFIX};
+    let record = CompactedRecord {
+        summary: "Goal: fix the build.\n".into(),
+        through_seq: 41,
+        kept: vec!["and the tests".into()],
+        files_read: vec!["src/lib.rs".into()],
+        files_modified: vec![],
+        tokens_before: 90_000,
+        trigger: CompactTrigger::Overflow,
+    };
+    let text = serde_json::to_string(&record).unwrap();
+    assert!(text.contains("\"trigger\":\"overflow\""), "{text}");
+    let back: CompactedRecord = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, record);
+    assert_eq!(
+        record.opening(),
+        format!("{SUMMARY_PREFIX}\n\nGoal: fix the build.\n\nand the tests")
     );
 }

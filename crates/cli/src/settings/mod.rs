@@ -84,6 +84,8 @@ pub struct Settings {
     pub max_steps: Set<Option<NonZeroU32>>,
     /// The model's context window in tokens.
     pub context_window: Set<NonZeroU64>,
+    /// The share of the window at which a session compacts; 0 never.
+    pub compact_at: Set<f32>,
     pub connect_timeout: Set<Duration>,
     pub idle_timeout: Set<Duration>,
     pub max_retries: Set<u32>,
@@ -132,6 +134,7 @@ impl Settings {
             temperature: typed.get_or_unset("temperature", |t| t.parse().ok())?,
             max_steps: typed.get_or_unset("max_steps", |t| t.parse().ok())?,
             context_window: typed.get("context_window", |t| t.parse().ok())?,
+            compact_at: typed.get("compact_at", |t| t.parse().ok())?,
             connect_timeout: typed.get("http.connect_timeout_secs", secs)?,
             idle_timeout: typed.get("http.idle_timeout_secs", secs)?,
             max_retries: typed.get("http.max_retries", |t| t.parse().ok())?,

@@ -1,0 +1,262 @@
+//! Compaction: when a step's context reached the configured share of the window, the next
+//! step first asks the model (the same model, no tools) for a handoff summary and records it
+//! as `context/compacted`; the model's history then starts again from the summary and the
+//! most recent user messages. The log keeps everything.
+//!
+//! The files the summary lists come from the tool calls themselves, not from the model's
+//! memory: a call whose tool says it reads (or edits) and that names a `path` counts.
+
+use dsh_agent::Failure;
+use dsh_agent::record::{CompactTrigger, CompactedRecord};
+use dsh_kernel::{CancellationToken, contain};
+use dsh_llm::{Message, Model, ModelEvent, ModelParams, ModelRequest};
+use dsh_session::failure_code;
+use dsh_tools::{Effect, Roots, ToolRegistry, ToolSet};
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::agent::LoopAgent;
+use crate::writer::Writer;
+
+/// What the model is asked, before the list of files.
+const PROMPT: &str = include_str!("../prompts/compact.md");
+
+/// How much of the most recent user messages is kept word for word.
+const KEEP_BYTES: usize = 16 * 1024;
+
+/// How a compaction ended.
+pub(crate) enum Outcome {
+    /// Recorded: the history starts again from the summary.
+    Compacted,
+    /// The turn was cancelled meanwhile.
+    Cancelled,
+    /// The summary could not be had; the history is unchanged.
+    Failed(Failure),
+}
+
+/// Whether the context after the last model call reached the agent's threshold.
+pub(crate) fn due(agent: &LoopAgent) -> bool {
+    let at = f64::from(agent.options.compact_at);
+    if at <= 0.0 {
+        return false;
+    }
+    let mut history = agent.history.lock();
+    let appended = agent.session.events_from(history.next_seq());
+    history.extend(&appended);
+    history
+        .since()
+        .context
+        .is_some_and(|c| c.used as f64 >= at * c.window as f64)
+}
+
+/// Compacts the history: asks for the summary and records it.
+pub(crate) async fn compact(
+    writer: &mut Writer<'_>,
+    token: &CancellationToken,
+    trigger: CompactTrigger,
+) -> Outcome {
+    let agent = writer.agent;
+    let model = match agent.scope.require::<dyn Model>() {
+        Ok(model) => model,
+        Err(err) => return failed(format!("no model to summarise with: {err}")),
+    };
+    let tools = agent
+        .scope
+        .require::<dyn ToolRegistry>()
+        .ok()
+        .map(|registry| registry.snapshot());
+    let (history, since, through_seq) = {
+        let mut projection = agent.history.lock();
+        let appended = agent.session.events_from(projection.next_seq());
+        projection.extend(&appended);
+        (
+            projection.messages(),
+            projection.since().clone(),
+            projection.last_seq().unwrap_or(0),
+        )
+    };
+    let (files_read, files_modified) = files(&since.calls, tools.as_ref(), &agent.roots());
+    let mut messages = Vec::new();
+    if let Some(Some(system)) = agent.system.get() {
+        messages.push(Message::System {
+            content: system.to_string(),
+        });
+    }
+    messages.extend(history);
+    let ask = question(&files_read, &files_modified);
+    // Appended to a last user message rather than after it: some servers refuse two in a row.
+    match messages.last_mut() {
+        Some(Message::User { content }) => {
+            content.push_str("\n\n");
+            content.push_str(&ask);
+        }
+        Some(_) | None => messages.push(Message::User { content: ask }),
+    }
+    let request = ModelRequest {
+        messages,
+        tools: Vec::new(),
+        params: ModelParams {
+            max_tokens: None,
+            temperature: None,
+            reasoning: agent.options.reasoning,
+        },
+        session_id: Some(agent.id.as_str().to_owned()),
+    };
+    let summary = match summarise(model.as_ref(), request, token).await {
+        Ok(summary) => summary,
+        Err(outcome) => return outcome,
+    };
+    let record = CompactedRecord {
+        summary,
+        through_seq,
+        kept: kept(&since.users),
+        files_read,
+        files_modified,
+        tokens_before: since.context.map_or(0, |c| c.used),
+        trigger,
+    };
+    let kinds = &agent.shared.kinds;
+    match writer.append(&kinds.compacted, &record) {
+        Some(_) => Outcome::Compacted,
+        None => failed("the compaction could not be recorded".to_owned()),
+    }
+}
+
+fn failed(message: String) -> Outcome {
+    Outcome::Failed(Failure::new(failure_code::INTERNAL, message))
+}
+
+/// The model's summary: the text of its answer.
+async fn summarise(
+    model: &dyn Model,
+    request: ModelRequest,
+    token: &CancellationToken,
+) -> Result<String, Outcome> {
+    let started = contain::catch_future(model.stream(request, token.clone()));
+    let opened = tokio::select! {
+        biased;
+        _ = token.cancelled() => return Err(Outcome::Cancelled),
+        opened = started => opened,
+    };
+    let mut stream = match opened {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(err)) => return Err(failed(format!("the summary request failed: {err}"))),
+        Err(panic) => return Err(failed(format!("the model provider panicked: {panic}"))),
+    };
+    let mut text = String::new();
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Err(Outcome::Cancelled),
+            next = contain::catch_future(stream.next()) => next,
+        };
+        match next {
+            Ok(Some(Ok(ModelEvent::TextDelta(piece)))) => text.push_str(&piece),
+            Ok(Some(Ok(ModelEvent::Finish { .. }))) => break,
+            Ok(Some(Ok(
+                ModelEvent::ReasoningDelta(_)
+                | ModelEvent::ToolCallStart { .. }
+                | ModelEvent::ToolCallArgumentsDelta { .. }
+                | ModelEvent::ToolCallEnd { .. }
+                | ModelEvent::Usage(_),
+            ))) => {}
+            Ok(Some(Err(err))) => {
+                return Err(failed(format!("the summary request failed: {err}")));
+            }
+            Ok(None) => return Err(failed("the summary stream ended unfinished".to_owned())),
+            Err(panic) => return Err(failed(format!("the model provider panicked: {panic}"))),
+        }
+    }
+    if text.trim().is_empty() {
+        return Err(failed("the model wrote an empty summary".to_owned()));
+    }
+    Ok(text)
+}
+
+/// What the model is asked: the prompt, then the files the calls touched.
+fn question(read: &[String], modified: &[String]) -> String {
+    let list = |files: &[String]| match files.is_empty() {
+        true => "(none)".to_owned(),
+        false => files.join("\n"),
+    };
+    format!(
+        "{}\nFiles read:\n{}\n\nFiles modified:\n{}",
+        PROMPT.trim_end(),
+        list(read),
+        list(modified)
+    )
+}
+
+/// The files the calls read and modified, each once, in the order first touched. A call
+/// counts by what its tool says it does and the `path` it names.
+fn files(
+    calls: &[(String, String)],
+    tools: Option<&ToolSet>,
+    roots: &Roots,
+) -> (Vec<String>, Vec<String>) {
+    let (mut read, mut modified) = (Vec::new(), Vec::new());
+    for (name, arguments) in calls {
+        let Some(tool) = tools.and_then(|t| t.get(name)) else {
+            continue;
+        };
+        let Ok(args) = serde_json::from_str::<Value>(arguments) else {
+            continue;
+        };
+        let Some(path) = args.get("path").and_then(Value::as_str) else {
+            continue;
+        };
+        let list = match tool.effect(&args, roots) {
+            Effect::Read => &mut read,
+            Effect::Edit | Effect::EditOutside => &mut modified,
+            Effect::Execute => continue,
+        };
+        if !list.iter().any(|p| p == path) {
+            list.push(path.to_owned());
+        }
+    }
+    (read, modified)
+}
+
+/// The most recent user messages that fit [`KEEP_BYTES`], oldest first; the last one always,
+/// cut to the budget when it alone is larger.
+fn kept(users: &[String]) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for message in users.iter().rev() {
+        if used + message.len() > KEEP_BYTES {
+            if kept.is_empty() {
+                let mut end = KEEP_BYTES;
+                while !message.is_char_boundary(end) {
+                    end -= 1;
+                }
+                kept.push(format!("{}\n[… cut]", &message[..end]));
+            }
+            break;
+        }
+        used += message.len();
+        kept.push(message.clone());
+    }
+    kept.reverse();
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_recent_messages_are_kept_within_the_budget() {
+        let small: Vec<String> = (0..5).map(|i| format!("m{i}")).collect();
+        assert_eq!(kept(&small), small);
+        let big = vec![
+            "old".to_owned(),
+            "x".repeat(KEEP_BYTES - 3),
+            "new".to_owned(),
+        ];
+        assert_eq!(kept(&big), big[1..]);
+        let huge = vec!["y".repeat(KEEP_BYTES + 10)];
+        let cut = kept(&huge);
+        assert_eq!(cut.len(), 1);
+        assert!(cut[0].ends_with("[… cut]"));
+    }
+}

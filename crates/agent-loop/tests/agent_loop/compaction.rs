@@ -1,0 +1,165 @@
+//! Compaction: a step whose context reached the threshold makes the next step summarise first
+//! (no tools, the files the calls touched listed), record `context/compacted`, and send a
+//! smaller history that opens with the summary.
+
+use std::num::NonZeroU64;
+
+use dsh_agent::AgentOverrides;
+use dsh_agent::record::{CompactTrigger, CompactedRecord, Record, SUMMARY_PREFIX};
+use dsh_llm::{FinishReason, Message, ModelEvent, Usage};
+
+use crate::support::*;
+
+fn reading_at(prompt_tokens: u64) -> Vec<Act> {
+    vec![
+        Act::Call("c1", "probe", r#"{"path":"src/a.rs"}"#),
+        Act::Raw(ModelEvent::Usage(Usage {
+            input_tokens: prompt_tokens,
+            output_tokens: 10,
+            ..Usage::default()
+        })),
+        Act::Finish(FinishReason::ToolCalls),
+    ]
+}
+
+fn small_window() -> AgentOverrides {
+    AgentOverrides {
+        context_window: NonZeroU64::new(1000),
+        compact_at: Some(0.8),
+        ..AgentOverrides::default()
+    }
+}
+
+/// Runs one prompt ("go") through an agent with a small window over `replies`; returns the
+/// harness, the handle and the agent.
+async fn one_turn(
+    replies: Vec<Vec<Act>>,
+    overrides: AgentOverrides,
+) -> (
+    Harness,
+    dsh_agent::AgentHandle,
+    std::sync::Arc<dyn dsh_agent::Agent>,
+) {
+    let h = Harness::new(ScriptedModel::new(replies)).await;
+    h.add_tool(Probe::new("probe"));
+    let handle = h.agent_with(overrides).await;
+    let agent = handle.agent().clone();
+    assert_eq!(agent.send(user("go")).unwrap().await, completed(1));
+    (h, handle, agent)
+}
+
+fn text(message: &Message) -> String {
+    match message {
+        Message::System { content } | Message::User { content } => content.clone(),
+        Message::Assistant { content, .. } | Message::Tool { content, .. } => content.clone(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_past_the_threshold_compacts_before_the_next_request() {
+    let (h, handle, agent) = one_turn(
+        vec![
+            reading_at(900),
+            say("Goal: the test. Progress: read src/a.rs."),
+            say("done"),
+        ],
+        small_window(),
+    )
+    .await;
+    assert_eq!(h.model.calls(), 3);
+
+    let summary = h.model.request(1);
+    assert!(
+        summary.tools.is_empty(),
+        "the summary request offers no tools"
+    );
+    let asked = text(summary.messages.last().unwrap());
+    assert!(asked.contains("## Remaining"), "{asked}");
+    assert!(asked.contains("Files read:\nsrc/a.rs"), "{asked}");
+
+    let next = h.model.request(2);
+    let before = h.model.request(0);
+    let opening = next
+        .messages
+        .iter()
+        .find(|m| matches!(m, Message::User { .. }))
+        .map(text)
+        .unwrap();
+    assert!(opening.starts_with(SUMMARY_PREFIX), "{opening}");
+    assert!(opening.contains("Goal: the test."), "{opening}");
+    assert!(
+        opening.ends_with("go"),
+        "the user's message is kept: {opening}"
+    );
+    assert!(
+        !next
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { .. })),
+        "the summarised call's result is gone from the request"
+    );
+    assert!(next.messages.len() <= before.messages.len() + 1);
+
+    let compacted: Vec<CompactedRecord> = agent
+        .session()
+        .events()
+        .iter()
+        .filter_map(|e| match Record::decode(e) {
+            Ok(Record::Compacted(r)) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(compacted.len(), 1);
+    assert_eq!(compacted[0].trigger, CompactTrigger::Auto);
+    assert_eq!(compacted[0].files_read, ["src/a.rs"]);
+    assert_eq!(compacted[0].kept, ["go"]);
+    assert_eq!(compacted[0].tokens_before, 910);
+    // The transcript keeps everything: the call and its result are still in the log.
+    assert!(kinds(&agent.session().events()).contains(&"tool/result".to_owned()));
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_the_threshold_or_with_compaction_off_nothing_is_summarised() {
+    for (prompt_tokens, compact_at) in [(700, 0.8), (990, 0.0)] {
+        let h = Harness::new(ScriptedModel::new(vec![
+            reading_at(prompt_tokens),
+            say("done"),
+        ]))
+        .await;
+        h.add_tool(Probe::new("probe"));
+        let handle = h
+            .agent_with(AgentOverrides {
+                compact_at: Some(compact_at),
+                ..small_window()
+            })
+            .await;
+        let agent = handle.agent().clone();
+        assert_eq!(agent.send(user("go")).unwrap().await, completed(1));
+        assert_eq!(h.model.calls(), 2, "{prompt_tokens} at {compact_at}");
+        assert!(!kinds(&agent.session().events()).contains(&"context/compacted".to_owned()));
+        handle.dispose().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_summary_leaves_the_history_whole_and_the_turn_goes_on() {
+    let (h, handle, agent) = one_turn(
+        vec![
+            reading_at(900),
+            vec![Act::Fail(dsh_llm::ModelErrorKind::Server)],
+            say("done"),
+        ],
+        small_window(),
+    )
+    .await;
+    let next = h.model.request(2);
+    assert!(
+        next.messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { .. })),
+        "the whole history is sent"
+    );
+    assert!(!kinds(&agent.session().events()).contains(&"context/compacted".to_owned()));
+    handle.dispose().await;
+}
