@@ -102,7 +102,7 @@ pub(crate) async fn compact(
         },
         session_id: Some(agent.id.as_str().to_owned()),
     };
-    let summary = match summarise(model.as_ref(), request, token).await {
+    let summary = match summary_fitting(model.as_ref(), request, token).await {
         Ok(summary) => summary,
         Err(outcome) => return outcome,
     };
@@ -126,28 +126,44 @@ fn failed(message: String) -> Outcome {
     Outcome::Failed(Failure::new(failure_code::INTERNAL, message))
 }
 
+/// Why no summary came back.
+enum NoSummary {
+    Cancelled,
+    /// The summary request itself was too long for the context.
+    Overflow(String),
+    Failed(String),
+}
+
 /// The model's summary: the text of its answer.
 async fn summarise(
     model: &dyn Model,
     request: ModelRequest,
     token: &CancellationToken,
-) -> Result<String, Outcome> {
+) -> Result<String, NoSummary> {
+    let refused = |err: &dsh_llm::ModelError| match err.kind {
+        dsh_llm::ModelErrorKind::ContextOverflow => NoSummary::Overflow(err.to_string()),
+        _ => NoSummary::Failed(format!("the summary request failed: {err}")),
+    };
     let started = contain::catch_future(model.stream(request, token.clone()));
     let opened = tokio::select! {
         biased;
-        _ = token.cancelled() => return Err(Outcome::Cancelled),
+        _ = token.cancelled() => return Err(NoSummary::Cancelled),
         opened = started => opened,
     };
     let mut stream = match opened {
         Ok(Ok(stream)) => stream,
-        Ok(Err(err)) => return Err(failed(format!("the summary request failed: {err}"))),
-        Err(panic) => return Err(failed(format!("the model provider panicked: {panic}"))),
+        Ok(Err(err)) => return Err(refused(&err)),
+        Err(panic) => {
+            return Err(NoSummary::Failed(format!(
+                "the model provider panicked: {panic}"
+            )));
+        }
     };
     let mut text = String::new();
     loop {
         let next = tokio::select! {
             biased;
-            _ = token.cancelled() => return Err(Outcome::Cancelled),
+            _ = token.cancelled() => return Err(NoSummary::Cancelled),
             next = contain::catch_future(stream.next()) => next,
         };
         match next {
@@ -160,17 +176,84 @@ async fn summarise(
                 | ModelEvent::ToolCallEnd { .. }
                 | ModelEvent::Usage(_),
             ))) => {}
-            Ok(Some(Err(err))) => {
-                return Err(failed(format!("the summary request failed: {err}")));
+            Ok(Some(Err(err))) => return Err(refused(&err)),
+            Ok(None) => {
+                return Err(NoSummary::Failed(
+                    "the summary stream ended unfinished".to_owned(),
+                ));
             }
-            Ok(None) => return Err(failed("the summary stream ended unfinished".to_owned())),
-            Err(panic) => return Err(failed(format!("the model provider panicked: {panic}"))),
+            Err(panic) => {
+                return Err(NoSummary::Failed(format!(
+                    "the model provider panicked: {panic}"
+                )));
+            }
         }
     }
     if text.trim().is_empty() {
-        return Err(failed("the model wrote an empty summary".to_owned()));
+        return Err(NoSummary::Failed(
+            "the model wrote an empty summary".to_owned(),
+        ));
     }
     Ok(text)
+}
+
+/// The summary, asking again with fewer tool outputs while the request is too long: each
+/// time the middle half of the outputs still there is dropped (the first calls set the task
+/// up and the last ones are where the work stands, so the middle is what matters least).
+async fn summary_fitting(
+    model: &dyn Model,
+    mut request: ModelRequest,
+    token: &CancellationToken,
+) -> Result<String, Outcome> {
+    for _ in 0..MAX_DROPS {
+        match summarise(model, request.clone(), token).await {
+            Ok(summary) => return Ok(summary),
+            Err(NoSummary::Cancelled) => return Err(Outcome::Cancelled),
+            Err(NoSummary::Failed(message)) => return Err(failed(message)),
+            Err(NoSummary::Overflow(message)) => {
+                if !drop_middle_outputs(&mut request.messages) {
+                    return Err(overflowed(message));
+                }
+            }
+        }
+    }
+    Err(overflowed(
+        "the summary request was still too long after dropping tool output".to_owned(),
+    ))
+}
+
+/// How many times the summary is asked for again with less tool output.
+const MAX_DROPS: usize = 4;
+
+/// What a dropped tool output reads as.
+pub(crate) const DROPPED: &str = "[dsh: this output was dropped to fit the context]";
+
+/// Drops the middle half of the tool outputs still present; false when none is left.
+fn drop_middle_outputs(messages: &mut [Message]) -> bool {
+    let present: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| matches!(m, Message::Tool { content, .. } if content != DROPPED))
+        .map(|(i, _)| i)
+        .collect();
+    if present.is_empty() {
+        return false;
+    }
+    let n = present.len();
+    let (from, to) = (n / 4, (n - n / 4).max(n / 4 + 1).min(n));
+    for &i in &present[from..to] {
+        if let Some(Message::Tool { content, .. }) = messages.get_mut(i) {
+            *content = DROPPED.to_owned();
+        }
+    }
+    true
+}
+
+fn overflowed(message: String) -> Outcome {
+    Outcome::Failed(Failure::new(
+        dsh_llm::ModelErrorKind::ContextOverflow.code(),
+        message,
+    ))
 }
 
 /// What the model is asked: the prompt, then the files the calls touched.
@@ -258,5 +341,29 @@ mod tests {
         let cut = kept(&huge);
         assert_eq!(cut.len(), 1);
         assert!(cut[0].ends_with("[… cut]"));
+    }
+
+    #[test]
+    fn the_middle_outputs_go_first_and_nothing_is_left_to_drop_at_the_end() {
+        let tool = |i: usize| Message::Tool {
+            call_id: format!("c{i}"),
+            content: format!("out {i}"),
+        };
+        let mut messages: Vec<Message> = (0..8).map(tool).collect();
+        assert!(drop_middle_outputs(&mut messages));
+        let dropped: Vec<bool> = messages
+            .iter()
+            .map(|m| matches!(m, Message::Tool { content, .. } if content == DROPPED))
+            .collect();
+        assert_eq!(
+            dropped,
+            [false, false, true, true, true, true, false, false]
+        );
+        while drop_middle_outputs(&mut messages) {}
+        assert!(
+            messages
+                .iter()
+                .all(|m| matches!(m, Message::Tool { content, .. } if content == DROPPED))
+        );
     }
 }

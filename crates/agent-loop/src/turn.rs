@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use dsh_agent::record::{CompactTrigger, UserMessageRecord};
-use dsh_agent::{TicketSender, TurnEndReason};
+use dsh_agent::{Failure, TicketSender, TurnEndReason};
 use dsh_kernel::CancellationToken;
 use dsh_session::{StepMark, TurnEnd, TurnStart};
 use tracing::Instrument;
@@ -79,7 +79,7 @@ pub(crate) async fn run_turn(
             let end = match compact_if_due(&mut writer, number, &token).await {
                 Some(end) => end,
                 None => {
-                    run_step(&mut writer, number, step, &token)
+                    run_step_recovering(&mut writer, number, step, &token)
                         .instrument(span.clone())
                         .await
                 }
@@ -179,4 +179,43 @@ async fn compact_if_due(
             None
         }
     }
+}
+
+/// Runs the step; when the server refused its request as longer than the context, compacts
+/// and runs it once more. If the compaction cannot be had either, the turn ends with an error
+/// that says what to do.
+async fn run_step_recovering(
+    writer: &mut Writer<'_>,
+    turn: u32,
+    step: u32,
+    token: &CancellationToken,
+) -> StepEnd {
+    let end = run_step(writer, turn, step, token).await;
+    let StepEnd::End(TurnEndReason::Error { failure }) = &end else {
+        return end;
+    };
+    if failure.code != overflow() {
+        return end;
+    }
+    let refused = failure.message.clone();
+    let agent = writer.agent;
+    tracing::info!(agent = %agent.id, "the request overflowed the context; compacting");
+    match compact::compact(writer, token, CompactTrigger::Overflow).await {
+        compact::Outcome::Compacted => run_step(writer, turn, step, token).await,
+        compact::Outcome::Cancelled => StepEnd::End(agent.aborted(turn)),
+        compact::Outcome::Failed(why) => StepEnd::End(TurnEndReason::Error {
+            failure: Failure::new(
+                overflow(),
+                format!(
+                    "the conversation no longer fits the model's context ({refused}), and compacting it failed ({}). Start a new session (`dsh run` without --session), or raise context_window if the model takes more.",
+                    why.message
+                ),
+            ),
+        }),
+    }
+}
+
+/// The failure code of a request longer than the context.
+fn overflow() -> &'static str {
+    dsh_llm::ModelErrorKind::ContextOverflow.code()
 }

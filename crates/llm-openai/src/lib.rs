@@ -21,6 +21,7 @@ mod decode;
 mod encode;
 mod model;
 mod models;
+mod overflow;
 mod plugin;
 mod sse;
 mod unknown_model;

@@ -323,12 +323,16 @@ impl Inner {
             let code = error_obj
                 .and_then(|e| e.get("code").or_else(|| e.get("type")))
                 .and_then(|c| c.as_str());
-            let kind = kind_for_status(status, code);
             let message = error_obj
                 .and_then(|e| e.get("message"))
                 .and_then(|m| m.as_str())
                 .map(str::to_owned)
                 .unwrap_or_else(|| excerpt(&text));
+            let kind = if crate::overflow::is_context_overflow(status, code, &message) {
+                ModelErrorKind::ContextOverflow
+            } else {
+                kind_for_status(status, code)
+            };
             let message = crate::unknown_model::explain(
                 &self.config.model,
                 &self.config.base_url,

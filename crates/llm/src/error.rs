@@ -17,6 +17,9 @@ pub enum ModelErrorKind {
     InsufficientBalance,
     /// The request is invalid (other 4xx; failed validation).
     BadRequest,
+    /// The request is longer than the model's context (a 4xx that says so): compacting the
+    /// history and sending it again can succeed.
+    ContextOverflow,
     /// The server failed or was overloaded (408, 5xx, in-stream errors).
     Server,
     /// Connection, TLS, DNS, idle timeout, body cut short.
@@ -35,6 +38,7 @@ impl ModelErrorKind {
             ModelErrorKind::RateLimited => "rate_limited",
             ModelErrorKind::InsufficientBalance => "insufficient_balance",
             ModelErrorKind::BadRequest => "bad_request",
+            ModelErrorKind::ContextOverflow => "context_overflow",
             ModelErrorKind::Server => "server",
             ModelErrorKind::Transport => "transport",
             ModelErrorKind::Protocol => "protocol",

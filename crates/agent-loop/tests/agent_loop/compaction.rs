@@ -48,6 +48,19 @@ async fn one_turn(
     (h, handle, agent)
 }
 
+/// The session's `context/compacted` records.
+fn compactions(agent: &std::sync::Arc<dyn dsh_agent::Agent>) -> Vec<CompactedRecord> {
+    agent
+        .session()
+        .events()
+        .iter()
+        .filter_map(|e| match Record::decode(e) {
+            Ok(Record::Compacted(r)) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
 fn text(message: &Message) -> String {
     match message {
         Message::System { content } | Message::User { content } => content.clone(),
@@ -100,15 +113,7 @@ async fn a_step_past_the_threshold_compacts_before_the_next_request() {
     );
     assert!(next.messages.len() <= before.messages.len() + 1);
 
-    let compacted: Vec<CompactedRecord> = agent
-        .session()
-        .events()
-        .iter()
-        .filter_map(|e| match Record::decode(e) {
-            Ok(Record::Compacted(r)) => Some(r),
-            _ => None,
-        })
-        .collect();
+    let compacted = compactions(&agent);
     assert_eq!(compacted.len(), 1);
     assert_eq!(compacted[0].trigger, CompactTrigger::Auto);
     assert_eq!(compacted[0].files_read, ["src/a.rs"]);
@@ -161,5 +166,70 @@ async fn a_failed_summary_leaves_the_history_whole_and_the_turn_goes_on() {
         "the whole history is sent"
     );
     assert!(!kinds(&agent.session().events()).contains(&"context/compacted".to_owned()));
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_as_too_long_compacts_and_runs_once_more() {
+    let (h, handle, agent) = one_turn(
+        vec![
+            vec![Act::Fail(dsh_llm::ModelErrorKind::ContextOverflow)],
+            say("Goal: the test."),
+            say("done"),
+        ],
+        small_window(),
+    )
+    .await;
+    assert_eq!(h.model.calls(), 3);
+    let compacted = compactions(&agent);
+    assert_eq!(compacted[0].trigger, CompactTrigger::Overflow);
+    let retried = text(h.model.request(2).messages.last().unwrap());
+    assert!(retried.starts_with(SUMMARY_PREFIX), "{retried}");
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_that_never_fits_ends_the_turn_saying_what_to_do() {
+    let overflow = || vec![Act::Fail(dsh_llm::ModelErrorKind::ContextOverflow)];
+    let h = Harness::new(ScriptedModel::new(vec![
+        reading_at(100),
+        overflow(),
+        overflow(),
+        overflow(),
+    ]))
+    .await;
+    h.add_tool(Probe::new("probe"));
+    let handle = h.agent_with(small_window()).await;
+    let agent = handle.agent().clone();
+    let outcome = agent.send(user("go")).unwrap().await;
+    let dsh_agent::TurnOutcome::Ended {
+        reason: dsh_agent::TurnEndReason::Error { failure },
+        ..
+    } = outcome
+    else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(failure.code, "context_overflow");
+    assert!(
+        failure.message.contains("Start a new session"),
+        "{}",
+        failure.message
+    );
+    assert!(
+        failure.message.contains("context_window"),
+        "{}",
+        failure.message
+    );
+    // The step's request, then the summary once whole and once with the outputs dropped.
+    assert_eq!(h.model.calls(), 4);
+    let dropped = h.model.request(3);
+    assert!(
+        dropped
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { content, .. } if content.contains("dropped"))),
+        "{:?}",
+        dropped.messages
+    );
     handle.dispose().await;
 }
