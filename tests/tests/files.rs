@@ -109,3 +109,47 @@ fn accept_edits_still_asks_before_a_write_outside_the_project() {
     assert!(!outside.exists(), "nobody could be asked: {stderr}");
     assert_eq!(std::fs::read_to_string(&inside).unwrap(), "y\n");
 }
+
+#[test]
+fn in_ask_mode_the_question_shows_the_diff_once_and_a_yes_applies_it() {
+    let sandbox = Sandbox::new();
+    let notes = sandbox.work().join("notes.txt");
+    write(&notes, "one\ntwo\nthree\n");
+    let script = sandbox.script(
+        "ask",
+        json!([
+            {"stream": [{"tool_call": {"name": "read", "arguments": {"path": "notes.txt"}}}]},
+            {"stream": [{"tool_call": {"name": "edit", "arguments": {"path": "notes.txt",
+                "old_string": "two", "new_string": "2"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let mut term = dsh_e2e::pty::Terminal::run(
+        &sandbox,
+        &["run", "--permission", "ask", "--replay", &script, "go"],
+    );
+    term.expect("dsh · allow edit: notes.txt? [y/N] ");
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "one\ntwo\nthree\n",
+        "nothing changes before the answer"
+    );
+    term.type_keys(b"y\r");
+    let (code, seen) = term.exit_code();
+    let seen = seen.replace("\r\n", "\n");
+    assert_eq!(code, 0, "{seen}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "one\n2\nthree\n");
+    let question = seen.find("? [y/N] ").unwrap();
+    assert!(
+        seen[..question].contains("     2 - two\n     2 + 2\n"),
+        "the question shows the diff: {seen}"
+    );
+    assert!(
+        !seen[question..].contains("     2 - two"),
+        "the result does not show it again: {seen}"
+    );
+    assert!(
+        seen[question..].contains("edited notes.txt: 1 replacement at line 2"),
+        "{seen}"
+    );
+}

@@ -32,6 +32,8 @@ pub type OnAllow = Box<dyn Fn(&str) + Send + Sync>;
 /// Asks on the controlling terminal before each gated call, one question at a time.
 pub struct TerminalGate {
     mode: PermissionMode,
+    /// Whether the diff in a question is coloured.
+    colour: bool,
     /// Questions never interleave, even if two agents asked at once.
     one_at_a_time: Mutex<()>,
     /// The renderer, which shows an allowed call as running only once it is allowed.
@@ -39,10 +41,11 @@ pub struct TerminalGate {
 }
 
 impl TerminalGate {
-    /// A gate asking for what `mode` asks for.
-    pub fn new(mode: PermissionMode) -> TerminalGate {
+    /// A gate asking for what `mode` asks for, its diffs coloured when `colour`.
+    pub fn new(mode: PermissionMode, colour: bool) -> TerminalGate {
         TerminalGate {
             mode,
+            colour,
             one_at_a_time: Mutex::default(),
             on_allow: std::sync::OnceLock::new(),
         }
@@ -62,7 +65,7 @@ impl ApprovalGate for TerminalGate {
 
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
-        let question = question(&request);
+        let question = question(&request, self.colour);
         tokio::select! {
             biased;
             () = request.cancel.cancelled() => ApprovalDecision::Cancelled,
@@ -90,7 +93,7 @@ impl ApprovalGate for TerminalGate {
 }
 
 /// `dsh · allow bash: ls -la? [y/N] `: bash shows its command, other tools their arguments.
-fn question(request: &ApprovalRequest) -> String {
+fn question(request: &ApprovalRequest, colour: bool) -> String {
     let args = &request.arguments;
     let shown = match (args["command"].as_str(), args["path"].as_str()) {
         (Some(command), _) if request.tool == "bash" => command.to_owned(),
@@ -107,19 +110,12 @@ fn question(request: &ApprovalRequest) -> String {
             first_line,
             summary,
             path: _,
-        }) => crate::change::diff(summary, *first_line as usize, old_text, new_text, colour()),
+        }) => crate::change::diff(summary, *first_line as usize, old_text, new_text, colour),
         Some(ToolResultView::Generic { .. } | ToolResultView::Terminal { .. }) | None => {
             String::new()
         }
     };
     format!("{change}dsh · allow {}: {shown}? [y/N] ", request.tool)
-}
-
-/// Whether the question may be coloured: it goes to the terminal itself, so only the user's
-/// `NO_COLOR` and a dumb terminal say no.
-fn colour() -> bool {
-    std::env::var("NO_COLOR").map_or(true, |v| v.is_empty())
-        && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
 fn elide(text: &str) -> String {
@@ -201,10 +197,10 @@ mod tests {
     #[test]
     fn bash_is_asked_about_by_its_command_and_other_tools_by_their_arguments() {
         let bash = request("bash", serde_json::json!({"command": "ls -la\n"}));
-        assert_eq!(question(&bash), "dsh · allow bash: ls -la? [y/N] ");
+        assert_eq!(question(&bash, false), "dsh · allow bash: ls -la? [y/N] ");
         let other = request("bash_kill", serde_json::json!({"id": "t1"}));
         assert_eq!(
-            question(&other),
+            question(&other, false),
             "dsh · allow bash_kill: {\"id\":\"t1\"}? [y/N] "
         );
     }
@@ -219,7 +215,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_cancelled_turn_withdraws_the_question() {
-        let gate = TerminalGate::new(PermissionMode::Ask);
+        let gate = TerminalGate::new(PermissionMode::Ask, false);
         let asked = request("bash", serde_json::json!({"command": "true"}));
         asked.cancel.cancel();
         assert_eq!(gate.decide(asked).await, ApprovalDecision::Cancelled);

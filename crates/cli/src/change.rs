@@ -23,6 +23,11 @@ pub fn shown(meta: &Value, color: bool) -> Option<String> {
     Some(diff(summary, first, old, new, color))
 }
 
+/// The summary line alone of a file tool's result `meta` (its diff was shown already).
+pub fn summary(meta: &Value, color: bool) -> Option<String> {
+    Some(summary_line(meta.get("summary")?.as_str()?, color))
+}
+
 /// The summary line.
 fn summary_line(summary: &str, color: bool) -> String {
     match color {

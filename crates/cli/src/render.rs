@@ -49,6 +49,8 @@ struct State {
     /// Calls waiting for the user's answer: their line, and the command for the spinner,
     /// shown only once they are allowed.
     asked: HashMap<String, (String, Option<String>)>,
+    /// Calls allowed after a question that showed their change (an edit's diff).
+    previewed: std::collections::HashSet<String>,
 }
 
 /// A running call whose output is on the screen.
@@ -70,6 +72,7 @@ impl Default for State {
             in_reasoning: false,
             calls: HashMap::new(),
             tally: Tally::default(),
+            previewed: std::collections::HashSet::new(),
             at_line_start: true,
             text: SafeText::new(false),
             reasoning: SafeText::new(false),
@@ -154,7 +157,15 @@ impl Renderer {
 
     /// The user allowed call `call_id`: it is shown as running now.
     pub fn allowed(&self, call_id: &str) {
-        let waiting = self.state.lock().asked.remove(call_id);
+        let waiting = {
+            let mut state = self.state.lock();
+            let waiting = state.asked.remove(call_id);
+            if waiting.is_none() {
+                // Its question showed what it changes: the result need not again.
+                state.previewed.insert(call_id.to_owned());
+            }
+            waiting
+        };
         if let Some((line, command)) = waiting {
             self.side(line.as_bytes());
             if let Some(command) = command {
@@ -378,8 +389,24 @@ impl Renderer {
                     }
                     None => false,
                 };
-                let (body, ending) =
-                    tool_result_text(&result, started.map(|t| event.time - t), shown_live, color);
+                let previewed = state.previewed.remove(&result.call_id);
+                let (body, ending) = match result.meta.as_ref().filter(|_| previewed) {
+                    Some(meta) => match crate::change::summary(meta, color) {
+                        Some(line) => (String::new(), Ending::Change(line)),
+                        None => tool_result_text(
+                            &result,
+                            started.map(|t| event.time - t),
+                            shown_live,
+                            color,
+                        ),
+                    },
+                    None => tool_result_text(
+                        &result,
+                        started.map(|t| event.time - t),
+                        shown_live,
+                        color,
+                    ),
+                };
                 text.push_str(&body);
                 let mut text = if color {
                     SafeText::coloured(&text)

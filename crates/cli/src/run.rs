@@ -108,9 +108,22 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         (None, false) => Target::New,
     };
     let prompt = crate::prompt::resolve(args.prompt.as_deref(), chosen.script_prompt.as_deref())?;
+    // The question goes to the terminal itself: only the user's choice, NO_COLOR and a dumb
+    // terminal turn its colour off.
+    let colour = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var("NO_COLOR").map_or(true, |v| v.is_empty())
+                && std::env::var("TERM").map_or(true, |t| t != "dumb")
+        }
+    };
     let approval = match args.permission {
-        Permission::Ask => Some(Arc::new(TerminalGate::new(PermissionMode::Ask))),
-        Permission::AcceptEdits => Some(Arc::new(TerminalGate::new(PermissionMode::AcceptEdits))),
+        Permission::Ask => Some(Arc::new(TerminalGate::new(PermissionMode::Ask, colour))),
+        Permission::AcceptEdits => Some(Arc::new(TerminalGate::new(
+            PermissionMode::AcceptEdits,
+            colour,
+        ))),
         Permission::Allow => None,
     };
     Ok(Prepared {
