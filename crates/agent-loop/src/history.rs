@@ -35,6 +35,15 @@ pub(crate) struct Projection {
     instructions: Option<InstructionsRecord>,
     /// Since the last compaction: what a compaction needs besides the messages.
     since: Since,
+    /// How many tool outputs, oldest first, requests show as pruned (see [`Projection::prune`]).
+    pruned: usize,
+}
+
+/// What a pruned tool output reads as in a request, with its size.
+pub(crate) fn pruned_note(bytes: usize) -> String {
+    format!(
+        "[dsh: this output ({bytes} bytes) was pruned from the request to save context; the session log keeps it. Run the call again if you need it.]"
+    )
 }
 
 /// What the history holds since its last compaction (or the log's start).
@@ -105,6 +114,7 @@ impl Projection {
                     users: record.kept,
                     ..Since::default()
                 };
+                self.pruned = 0;
             }
             Record::ToolCall(call) => self.since.calls.push((call.name, call.arguments)),
             Record::TurnEnd(TurnEnd {
@@ -125,9 +135,59 @@ impl Projection {
         }
     }
 
-    /// The model messages of the events read, in log order.
+    /// The model messages of the events read, in log order, the pruned tool outputs replaced
+    /// by a note.
     pub(crate) fn messages(&self) -> Vec<Message> {
-        self.messages.clone()
+        let mut messages = self.messages.clone();
+        let mut left = self.pruned;
+        for message in &mut messages {
+            if left == 0 {
+                break;
+            }
+            if let Message::Tool { content, .. } = message {
+                left -= 1;
+                let note = pruned_note(content.len());
+                if content.len() > note.len() {
+                    *content = note;
+                }
+            }
+        }
+        messages
+    }
+
+    /// Prunes old tool output from requests: the outputs older than the most recent
+    /// `keep_bytes` of output (and never the latest) are shown as a note, once that frees at
+    /// least `min_bytes`. The
+    /// boundary moves only in such jumps, so the request's prefix — which servers cache —
+    /// stays the same between them.
+    pub(crate) fn prune(&mut self, keep_bytes: usize, min_bytes: usize) {
+        let sizes: Vec<usize> = self
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { content, .. } => Some(content.len()),
+                Message::System { .. } | Message::User { .. } | Message::Assistant { .. } => None,
+            })
+            .collect();
+        // The oldest output the kept suffix starts at.
+        let mut kept = 0;
+        let mut boundary = sizes.len();
+        for (i, size) in sizes.iter().enumerate().rev() {
+            if kept + size > keep_bytes {
+                break;
+            }
+            kept += size;
+            boundary = i;
+        }
+        // The latest output is what the model acts on next: it is never pruned.
+        let boundary = boundary.min(sizes.len().saturating_sub(1));
+        if boundary <= self.pruned {
+            return;
+        }
+        let freed: usize = sizes[self.pruned..boundary].iter().sum();
+        if freed >= min_bytes {
+            self.pruned = boundary;
+        }
     }
 
     /// What the history holds since its last compaction.

@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use dsh_agent::TurnEndReason;
-use dsh_agent::record::{AssistantChunkRecord, AssistantMessageRecord, AssistantReply, Chunk};
+use dsh_agent::record::{
+    AssistantChunkRecord, AssistantMessageRecord, AssistantReply, Chunk, ContextUsage,
+};
 use dsh_kernel::{CancellationToken, contain};
 use dsh_llm::{
     FinishReason, Message, Model, ModelError, ModelEvent, ModelParams, ModelRequest, ModelStream,
@@ -200,6 +202,9 @@ impl Answer {
     }
 }
 
+/// The least a pruning must free, in tokens: smaller gains are not worth a changed prefix.
+const PRUNE_AT_LEAST: u64 = 20_000;
+
 fn build_request(agent: &LoopAgent, tools: &ToolSet) -> ModelRequest {
     let mut messages = Vec::new();
     if let Some(Some(system)) = agent.system.get() {
@@ -213,6 +218,11 @@ fn build_request(agent: &LoopAgent, tools: &ToolSet) -> ModelRequest {
         let mut history = agent.history.lock();
         let appended = agent.session.events_from(history.next_seq());
         history.extend(&appended);
+        let keep = agent.options.keep_tool_output;
+        if keep > 0 {
+            let bytes = |tokens: u64| (tokens * ContextUsage::BYTES_PER_TOKEN) as usize;
+            history.prune(bytes(keep), bytes(PRUNE_AT_LEAST));
+        }
         messages.extend(history.messages());
     }
     ModelRequest {

@@ -33,6 +33,9 @@ pub struct AgentOptions {
     /// The share of the window at which the next step first compacts the history, 0 ..= 1
     /// (default 0.8); 0 never compacts.
     pub compact_at: f32,
+    /// Tokens of the most recent tool output a request keeps whole (default 40,000); older
+    /// outputs are replaced, in the request only, by a note. 0 keeps every output.
+    pub keep_tool_output: u64,
 }
 
 /// The window assumed when nobody said: small enough for most local models, so usage reads
@@ -50,6 +53,7 @@ impl Default for AgentOptions {
             max_steps: NonZeroU32::MIN.saturating_add(49),
             context_window: NonZeroU64::MIN.saturating_add(DEFAULT_CONTEXT_WINDOW - 1),
             compact_at: 0.8,
+            keep_tool_output: 40_000,
         }
     }
 }
@@ -102,6 +106,8 @@ pub struct AgentOverrides {
     pub context_window: Option<NonZeroU64>,
     /// Replaces the compaction threshold.
     pub compact_at: Option<f32>,
+    /// Replaces how much recent tool output a request keeps whole.
+    pub keep_tool_output: Option<u64>,
 }
 
 impl AgentOverrides {
@@ -119,6 +125,7 @@ impl AgentOverrides {
             max_steps: self.max_steps.unwrap_or(defaults.max_steps),
             context_window: self.context_window.unwrap_or(defaults.context_window),
             compact_at: self.compact_at.unwrap_or(defaults.compact_at),
+            keep_tool_output: self.keep_tool_output.unwrap_or(defaults.keep_tool_output),
         }
     }
 

@@ -260,3 +260,56 @@ proptest::proptest! {
         proptest::prop_assert_eq!(projection.messages(), whole);
     }
 }
+
+#[test]
+fn old_tool_output_is_pruned_in_jumps_and_the_latest_never() {
+    let output = "x".repeat(1000);
+    let mut records = vec![user(1, 1, "go")];
+    for i in 0..10 {
+        records.push(answer(
+            1,
+            1,
+            "",
+            json!([{"id": format!("c{i}"), "name": "bash", "arguments": "{}"}]),
+        ));
+        records.push(result(&format!("c{i}"), &output));
+    }
+    // One more output, read later.
+    records.push(result("c10", &output));
+    let events = log(&records);
+    let (now, later) = events.split_at(events.len() - 1);
+    let mut projection = Projection::default();
+    projection.extend(now);
+    let pruned = |p: &Projection| {
+        p.messages()
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { content, .. } if content.starts_with("[dsh: this output")))
+            .count()
+    };
+    // Nothing is freed while the gain is below the minimum.
+    projection.prune(3000, 20_000);
+    assert_eq!(pruned(&projection), 0);
+    projection.prune(3000, 2000);
+    assert_eq!(pruned(&projection), 7, "the newest 3000 bytes stay whole");
+    let messages = projection.messages();
+    let Some(Message::Tool { content, .. }) = messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m, Message::Tool { .. }))
+    else {
+        panic!("no tool output");
+    };
+    assert_eq!(content, &output);
+    assert!(
+        said(&messages)
+            .iter()
+            .any(|m| m.contains("(1000 bytes) was pruned"))
+    );
+    // One more output would free 1000 bytes: too little to change the prefix.
+    projection.extend(later);
+    projection.prune(3000, 2000);
+    assert_eq!(pruned(&projection), 7);
+    // The latest output is never pruned, however small the budget.
+    projection.prune(0, 0);
+    assert_eq!(pruned(&projection), 10);
+}

@@ -233,3 +233,69 @@ async fn a_summary_that_never_fits_ends_the_turn_saying_what_to_do() {
     );
     handle.dispose().await;
 }
+
+/// Answers every call with 100 KB of output.
+struct Chatty;
+
+impl dsh_tools::Tool for Chatty {
+    fn schema(&self) -> dsh_tools::ToolSchema {
+        dsh_tools::ToolSchema {
+            name: "chatty".into(),
+            description: "prints a lot".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+    fn call(
+        &self,
+        _args: serde_json::Value,
+        _cx: dsh_tools::ToolContext,
+    ) -> futures::future::BoxFuture<'static, Result<dsh_tools::ToolOutput, dsh_tools::ToolError>>
+    {
+        Box::pin(async { Ok(dsh_tools::ToolOutput::text("y".repeat(100_000))) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_tool_output_is_pruned_in_the_request_and_kept_in_the_log() {
+    let h = Harness::new(ScriptedModel::new(vec![
+        call("c1", "chatty", "{}"),
+        call("c2", "chatty", "{}"),
+        call("c3", "chatty", "{}"),
+        say("done"),
+    ]))
+    .await;
+    h.add_tool(Chatty);
+    let handle = h
+        .agent_with(AgentOverrides {
+            keep_tool_output: Some(1000),
+            ..AgentOverrides::default()
+        })
+        .await;
+    let agent = handle.agent().clone();
+    assert_eq!(agent.send(user("go")).unwrap().await, completed(1));
+    let last = h.model.request(3);
+    let outputs: Vec<&str> = last
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs.len(), 3);
+    assert!(
+        outputs[0].contains("(100000 bytes) was pruned"),
+        "{}",
+        outputs[0]
+    );
+    assert!(outputs[1].contains("was pruned"));
+    assert_eq!(outputs[2].len(), 100_000, "the latest output stays whole");
+    let whole = agent
+        .session()
+        .events()
+        .iter()
+        .filter(|e| e.kind.as_str() == "tool/result")
+        .all(|e| e.data.get().len() > 100_000);
+    assert!(whole, "the log keeps every output");
+    handle.dispose().await;
+}

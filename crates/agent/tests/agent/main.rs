@@ -177,6 +177,7 @@ fn overrides_change_only_the_fields_they_set() {
         max_steps: NonZeroU32::new(2),
         context_window: std::num::NonZeroU64::new(4096),
         compact_at: Some(0.5),
+        keep_tool_output: Some(100),
     };
     let merged = all.apply_to(&defaults);
     assert_eq!(merged.context_window.get(), 4096);
