@@ -33,33 +33,37 @@ fn refusals() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// `dsh run <run_flags…> hi` against a server that refuses the first request with `body`,
+/// then answers the summary and the retried request.
+async fn refused_then_answered(
+    body: &'static str,
+    run_flags: &[&str],
+) -> (MockModelServer, std::process::Output) {
+    let server = MockModelServer::start(vec![
+        MockResponse::status(400)
+            .header("content-type", "application/json")
+            .body(body),
+        MockResponse::text("## Goal\nanswer hi"),
+        MockResponse::text("hello"),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    let base = server.base_url();
+    let mut args = vec!["--base-url", base.as_str(), "--model", "m", "run"];
+    args.extend_from_slice(run_flags);
+    args.push("hi");
+    let mut command = sandbox.dsh(&args);
+    command.env("DSH_API_KEY_ENV", "");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    (server, out)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_server_s_refusal_compacts_and_the_request_is_sent_once_more() {
     for (server_kind, body) in refusals() {
-        let server = MockModelServer::start(vec![
-            MockResponse::status(400)
-                .header("content-type", "application/json")
-                .body(body),
-            MockResponse::text("## Goal\nanswer hi"),
-            MockResponse::text("hello"),
-        ])
-        .await;
-        let sandbox = Sandbox::new();
-        let base = server.base_url();
-        let mut command = sandbox.dsh([
-            "--base-url",
-            base.as_str(),
-            "--model",
-            "m",
-            "run",
-            "--color",
-            "never",
-            "hi",
-        ]);
-        command.env("DSH_API_KEY_ENV", "");
-        let out = tokio::task::spawn_blocking(move || command.output().unwrap())
-            .await
-            .unwrap();
+        let (server, out) = refused_then_answered(body, &["--color", "never"]).await;
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         assert_eq!(out.status.code(), Some(0), "{server_kind}: {stderr}");
         assert_eq!(stdout.trim(), "hello", "{server_kind}");
@@ -114,4 +118,32 @@ async fn another_bad_request_is_not_taken_for_an_overflow() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(server.requests().len(), 1, "no compaction, no retry");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_has_a_line_where_the_history_was_compacted() {
+    let (_, openai) = refusals()[1];
+    let (_server, out) = refused_then_answered(openai, &["--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compacted: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "compacted").collect();
+    assert_eq!(compacted.len(), 1, "{lines:?}");
+    assert_eq!(compacted[0]["trigger"], "overflow");
+    assert_eq!(compacted[0]["summary"], "## Goal\nanswer hi");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../crates/cli/schema/run-json.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for line in &lines {
+        assert!(validator.is_valid(line), "{line}");
+    }
 }

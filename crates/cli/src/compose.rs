@@ -156,6 +156,7 @@ fn options(settings: &Settings) -> AgentOptions {
     options.reasoning = settings.reasoning.value;
     options.context_window = settings.context_window.value;
     options.compact_at = settings.compact_at.value;
+    options.keep_tool_output = settings.keep_tool_output.value;
     if let Some(steps) = settings.max_steps.value {
         options.max_steps = steps;
     }

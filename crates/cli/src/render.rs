@@ -567,9 +567,15 @@ impl Renderer {
             | Record::StepStart(_)
             | Record::StepEnd(_)
             | Record::UserMessage(_)
-            // Not a line of the `--json` schema yet: compaction has no trigger so far.
-            | Record::Compacted(_)
             | Record::Other => return,
+            Record::Compacted(compacted) => json!({
+                "type": "compacted",
+                "trigger": compacted.trigger,
+                "tokens_before": compacted.tokens_before,
+                "summary": compacted.summary,
+                "files_read": compacted.files_read,
+                "files_modified": compacted.files_modified,
+            }),
             Record::Instructions(context) => {
                 warn(&context.warnings);
                 return;

@@ -86,6 +86,8 @@ pub struct Settings {
     pub context_window: Set<NonZeroU64>,
     /// The share of the window at which a session compacts; 0 never.
     pub compact_at: Set<f32>,
+    /// Tokens of recent tool output requests keep whole; 0 keeps all.
+    pub keep_tool_output: Set<u64>,
     pub connect_timeout: Set<Duration>,
     pub idle_timeout: Set<Duration>,
     pub max_retries: Set<u32>,
@@ -135,6 +137,7 @@ impl Settings {
             max_steps: typed.get_or_unset("max_steps", |t| t.parse().ok())?,
             context_window: typed.get("context_window", |t| t.parse().ok())?,
             compact_at: typed.get("compact_at", |t| t.parse().ok())?,
+            keep_tool_output: typed.get("keep_tool_output", |t| t.parse().ok())?,
             connect_timeout: typed.get("http.connect_timeout_secs", secs)?,
             idle_timeout: typed.get("http.idle_timeout_secs", secs)?,
             max_retries: typed.get("http.max_retries", |t| t.parse().ok())?,

@@ -87,6 +87,7 @@ pub const KEYS: &[Key] = &[
     env(key("temperature", Kind::Float { min: 0.0, max: 2.0 }, Default::Unset), "DSH_TEMPERATURE"),
     env(flag(key("max_steps", Kind::Int { min: 1, max: 10_000 }, Default::Unset), "--max-steps"), "DSH_MAX_STEPS"),
     env(key("compact_at", Kind::Float { min: 0.0, max: 1.0 }, Default::Is("0.8")), "DSH_COMPACT_AT"),
+    env(key("keep_tool_output", Kind::Int { min: 0, max: 100_000_000 }, Default::Is("40000")), "DSH_KEEP_TOOL_OUTPUT"),
     env(flag(key("context_window", Kind::Int { min: 1024, max: 100_000_000 }, Default::Derived), "--context-window"), "DSH_CONTEXT_WINDOW"),
     env(flag(key("data_dir", TEXT, Default::Derived), "--data-dir"), "DSH_DATA_DIR"),
     not_in_file(env(flag(key("replay", TEXT, Default::Unset), "--replay"), "DSH_REPLAY")),
