@@ -71,6 +71,10 @@ async fn each_server_s_refusal_compacts_and_the_request_is_sent_once_more() {
             stderr.contains("[context compacted (the server refused a long request)"),
             "{server_kind}: {stderr}"
         );
+        assert!(
+            stderr.contains("continues from a summary of the conversation]"),
+            "no count is claimed at a first call: {stderr}"
+        );
         let requests = server.requests();
         assert_eq!(requests.len(), 3, "{server_kind}");
         assert!(

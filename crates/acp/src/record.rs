@@ -402,10 +402,12 @@ fn permission_request(
         old_text,
         new_text,
         first_line,
+        created,
         summary: _,
     }) = preview
     {
-        let (diff, location) = crate::render::diff_card(cwd, path, old_text, new_text, first_line);
+        let (diff, location) =
+            crate::render::diff_card(cwd, path, old_text, new_text, first_line, created);
         content.push(diff);
         fields = fields.locations(vec![location]);
     }

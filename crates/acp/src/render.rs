@@ -488,9 +488,11 @@ impl Renderer {
                     old_text,
                     new_text,
                     first_line,
+                    created,
                     summary: _,
                 }) => {
-                    let (diff, location) = diff_card(cx.cwd, path, old_text, new_text, first_line);
+                    let (diff, location) =
+                        diff_card(cx.cwd, path, old_text, new_text, first_line, created);
                     ToolCallUpdate::new(
                         tool_call_id,
                         ToolCallUpdateFields::new()
@@ -551,9 +553,9 @@ pub(crate) fn diff_card(
     old_text: String,
     new_text: String,
     first_line: u32,
+    created: bool,
 ) -> (ToolCallContent, ToolCallLocation) {
     let path = absolute(cwd, path);
-    let created = old_text.is_empty() && first_line == 1;
     let diff = Diff::new(path.clone(), new_text).old_text((!created).then_some(old_text));
     (
         ToolCallContent::Diff(diff),

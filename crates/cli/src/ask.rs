@@ -110,6 +110,7 @@ fn question(request: &ApprovalRequest, colour: bool) -> String {
             first_line,
             summary,
             path: _,
+            created: _,
         }) => crate::change::diff(summary, *first_line as usize, old_text, new_text, colour),
         Some(ToolResultView::Generic { .. } | ToolResultView::Terminal { .. }) | None => {
             String::new()

@@ -443,14 +443,18 @@ impl Renderer {
             // again from a summary.
             Record::Compacted(compacted) => {
                 self.end_reasoning(&mut state, color);
+                let why = match compacted.trigger {
+                    CompactTrigger::Auto => "auto",
+                    CompactTrigger::Manual => "asked for",
+                    CompactTrigger::Overflow => "the server refused a long request",
+                };
+                // An overflow at a session's first call has no count to give.
+                let size = match compacted.tokens_before {
+                    0 => String::new(),
+                    n => format!(" of {n} tokens"),
+                };
                 let line = format!(
-                    "[context compacted ({}): the model continues from a summary of {} tokens of conversation]\n",
-                    match compacted.trigger {
-                        CompactTrigger::Auto => "auto",
-                        CompactTrigger::Manual => "asked for",
-                        CompactTrigger::Overflow => "the server refused a long request",
-                    },
-                    compacted.tokens_before
+                    "[context compacted ({why}): the model continues from a summary{size} of the conversation]\n"
                 );
                 let line = match color {
                     true => format!("\x1b[2m{}\x1b[0m", line.trim_end()) + "\n",

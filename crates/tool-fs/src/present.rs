@@ -106,6 +106,10 @@ pub(crate) fn diff_result(
         old_text: meta.get("old_text")?.as_str()?.to_owned(),
         new_text: meta.get("new_text")?.as_str()?.to_owned(),
         first_line: u32::try_from(meta.get("first_line")?.as_u64()?).ok()?,
+        created: meta
+            .get("created")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         summary: meta.get("summary")?.as_str()?.to_owned(),
     })
 }

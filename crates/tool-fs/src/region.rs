@@ -13,6 +13,8 @@ const CONTEXT: usize = 3;
 pub(crate) struct Region {
     /// The 1-based line the region starts at.
     pub first_line: usize,
+    /// The file did not exist before.
+    pub created: bool,
     pub old_text: String,
     pub new_text: String,
 }
@@ -23,6 +25,7 @@ impl Region {
         if created {
             return Region {
                 first_line: 1,
+                created: true,
                 old_text: String::new(),
                 new_text: new.to_owned(),
             };
@@ -41,6 +44,7 @@ impl Region {
         let b_end = (b.len() - suffix + CONTEXT).min(b.len());
         Region {
             first_line: start + 1,
+            created: false,
             old_text: a[start..a_end].concat(),
             new_text: b[start..b_end].concat(),
         }
@@ -51,6 +55,7 @@ impl Region {
         json!({
             "path": path.display().to_string(),
             "first_line": self.first_line,
+            "created": self.created,
             "old_text": self.old_text,
             "new_text": self.new_text,
             "summary": summary,
@@ -64,6 +69,7 @@ impl Region {
             old_text: self.old_text,
             new_text: self.new_text,
             first_line: u32::try_from(self.first_line).unwrap_or(u32::MAX),
+            created: self.created,
             summary: summary.to_owned(),
         }
     }

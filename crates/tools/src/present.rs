@@ -72,6 +72,8 @@ pub enum ToolResultView {
         new_text: String,
         /// The 1-based line the region starts at.
         first_line: u32,
+        /// The file did not exist before: a creation, not a change.
+        created: bool,
         /// One line saying what changed ("2 replacements", "created, 40 lines").
         summary: String,
     },

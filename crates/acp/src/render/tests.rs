@@ -426,3 +426,26 @@ fn a_compaction_is_marked_where_it_happened_in_the_transcript() {
         "{out:?}"
     );
 }
+
+#[test]
+fn a_created_file_has_no_old_text_and_an_emptied_or_empty_one_does() {
+    let card = |old: &str, created: bool| {
+        let (content, location) = super::diff_card(
+            std::path::Path::new("/work"),
+            "a.txt".into(),
+            old.into(),
+            "new\n".into(),
+            1,
+            created,
+        );
+        (serde_json::to_value(content).unwrap(), location)
+    };
+    let (created, location) = card("", true);
+    assert_eq!(created["type"], "diff");
+    assert_eq!(created["path"], "/work/a.txt");
+    assert!(created["oldText"].is_null(), "{created}");
+    assert_eq!(location.line, Some(1));
+    // An existing empty file that was written: a change from nothing, not a creation.
+    let (written, _) = card("", false);
+    assert_eq!(written["oldText"], "");
+}
