@@ -123,9 +123,22 @@ impl AcpDriver {
     /// `dsh --base-url <url> acp <args…>` against a keyless OpenAI-compatible server (the mock
     /// model server of a test), in the sandbox's work dir.
     pub fn serving(sandbox: &Sandbox, base_url: &str, args: &[&str]) -> AcpDriver {
+        AcpDriver::serving_with(sandbox, base_url, args, &[])
+    }
+
+    /// [`AcpDriver::serving`] with these environment variables set too.
+    pub fn serving_with(
+        sandbox: &Sandbox,
+        base_url: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> AcpDriver {
         let mut command: Command =
             sandbox.dsh(["--base-url", base_url, "--model", "mock-model", "acp"]);
-        command.args(args).env("DSH_API_KEY_ENV", "");
+        command
+            .args(args)
+            .env("DSH_API_KEY_ENV", "")
+            .envs(envs.iter().copied());
         AcpDriver::spawn(command)
     }
 

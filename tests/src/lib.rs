@@ -204,3 +204,13 @@ pub fn run_with_stdin(mut command: Command, stdin: &[u8]) -> Output {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// The text of the first user message of a chat-completions request body.
+pub fn first_user_text(request: &serde_json::Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no user message in {request}"))
+        .to_owned()
+}

@@ -85,15 +85,7 @@ async fn each_server_s_refusal_compacts_and_the_request_is_sent_once_more() {
             "{server_kind}: the summary request offers no tools"
         );
         let retried = requests[2].json();
-        let first_user = retried["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["role"] == "user")
-            .unwrap()["content"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let first_user = dsh_e2e::first_user_text(&retried);
         assert!(
             first_user.contains("answer hi"),
             "{server_kind}: {first_user}"

@@ -6,6 +6,7 @@
 
 use dsh_e2e::{Sandbox, text};
 use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
+use serde_json::json;
 
 /// `dsh --base-url <server> --model m <extra…> run <run_flags…> hi`.
 async fn run(server: &MockModelServer, extra: &[&str], run_flags: &[&str]) -> (String, String) {
@@ -101,4 +102,106 @@ async fn over_acp_each_model_call_is_followed_by_a_usage_update() {
     assert_eq!(usage.len(), 1, "{usage:?}");
     assert_eq!(usage[0]["used"], 3_020);
     assert_eq!(usage[0]["size"], 10_000);
+}
+
+/// Prices per million tokens: 2 for input, 0.5 for cached input, 8 for output, in CNY.
+const PRICES: [(&str, &str); 4] = [
+    ("DSH_PRICE_INPUT", "2"),
+    ("DSH_PRICE_CACHED_INPUT", "0.5"),
+    ("DSH_PRICE_OUTPUT", "8"),
+    ("DSH_PRICE_CURRENCY", "CNY"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_prices_configured_the_footer_gives_the_run_s_cost() {
+    // 600k misses at 2 + 400k hits at 0.5 + 100k out at 8 = 1.2 + 0.2 + 0.8.
+    let server = MockModelServer::start(vec![MockResponse::text_with_usage(
+        "fine", 1_000_000, 100_000, 400_000,
+    )])
+    .await;
+    let sandbox = Sandbox::new();
+    let base = server.base_url();
+    let mut command = sandbox.dsh(["--base-url", base.as_str(), "--model", "m", "run", "hi"]);
+    command.env("DSH_API_KEY_ENV", "").envs(PRICES);
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let footer = stderr.lines().last().unwrap();
+    assert!(footer.contains("cost 2.2000 CNY"), "{footer}");
+
+    // One price without the other is refused before anything runs.
+    let mut half = sandbox.dsh(["--base-url", base.as_str(), "--model", "m", "run", "hi"]);
+    half.env("DSH_API_KEY_ENV", "").env("DSH_PRICE_INPUT", "2");
+    let out = tokio::task::spawn_blocking(move || half.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "a configuration error: {}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("price.input and price.output are needed together"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_acp_the_cost_is_the_session_s_and_goes_on_after_a_load() {
+    let server = MockModelServer::start(vec![
+        MockResponse::text_with_usage("one", 1_000_000, 100_000, 400_000),
+        MockResponse::text_with_usage("two", 500_000, 0, 0),
+    ])
+    .await;
+    let base = server.base_url();
+    let costs = tokio::task::spawn_blocking(move || {
+        let sandbox = Sandbox::new();
+        let start = || {
+            let mut acp = dsh_e2e::acp::AcpDriver::serving_with(
+                &sandbox,
+                &base,
+                &["--permission", "allow"],
+                &PRICES,
+            );
+            acp.initialize(false);
+            acp
+        };
+        let mut first = start();
+        let session = first.new_session(&sandbox.work());
+        first.prompt_to_end(&session, "hi");
+        let mut costs = first.usage.clone();
+        first.finish();
+
+        let mut second = start();
+        let id = second.request(
+            "session/load",
+            json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
+        );
+        second.response(&id);
+        second.prompt_to_end(&session, "again");
+        costs.extend(second.usage.clone());
+        second.finish();
+        costs
+    })
+    .await
+    .unwrap();
+    let amounts: Vec<(f64, &str)> = costs
+        .iter()
+        .map(|u| {
+            (
+                u["cost"]["amount"].as_f64().unwrap(),
+                u["cost"]["currency"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(amounts.len(), 2, "{costs:?}");
+    assert!((amounts[0].0 - 2.2).abs() < 1e-9, "{amounts:?}");
+    // The load's replay adds the first call up again; the second call goes on from there.
+    assert!((amounts[1].0 - 3.2).abs() < 1e-9, "{amounts:?}");
+    assert_eq!(amounts[1].1, "CNY");
 }

@@ -71,6 +71,8 @@ pub struct AcpConfig {
     /// Follows the error of a turn the model server refused as unauthorised (HTTP 401 or
     /// 403): where the key came from, or that none was sent and what to set.
     pub auth_hint: Option<String>,
+    /// The model's prices per million tokens: `usage_update`s then carry the session's cost.
+    pub prices: Option<dsh_llm::Prices>,
 }
 
 impl Default for AcpConfig {
@@ -84,6 +86,7 @@ impl Default for AcpConfig {
             agent_title: "dsh".into(),
             auth_required: None,
             auth_hint: None,
+            prices: None,
         }
     }
 }

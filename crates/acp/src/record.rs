@@ -5,7 +5,7 @@
 //! path is what makes the ordering promises hold: a `tool_call` precedes the permission
 //! request naming it, and a prompt's response follows every update of its turn.
 
-use dsh_agent::record::ToolProgressRecord;
+use dsh_agent::record::{CompactingRecord, ToolProgressRecord};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::PermissionMode;
 use crate::outgoing::{Answer, OutgoingTable};
 use crate::permission::withdraw;
-use crate::render::{RenderCaps, RenderContext, RenderMode, Renderer};
+use crate::render::{RenderCaps, RenderContext, RenderMode, Renderer, compacting_updates};
 use crate::reply::Reply;
 use crate::rpc::request_frame;
 use crate::stop::stop_reason;
@@ -56,6 +56,8 @@ pub(crate) enum Item {
     Event(Arc<SessionEvent>),
     /// A running call's output, as it arrives (never stored).
     Progress(ToolProgressRecord),
+    /// A compaction started, or ended without a record (never stored).
+    Compacting(CompactingRecord),
     /// A passing state worth telling a client that shows notices (a retry).
     Notice(String),
     /// The gate asks about a call: send the request, hand back its id and answer.
@@ -116,6 +118,8 @@ pub(crate) struct PathParts {
     pub mode: PermissionMode,
     /// Follows the error of a turn the model server refused as unauthorised.
     pub auth_hint: Option<Arc<str>>,
+    /// The model's prices, for the session's cost in usage updates.
+    pub prices: Option<Arc<dsh_llm::Prices>>,
 }
 
 /// Runs the ordered path of `record` until its queue closes.
@@ -190,6 +194,19 @@ pub(crate) async fn ordered_path(
                 let updates = live.progress(piece);
                 send_updates(&parts.out, &record.id, updates).await;
             }
+            Item::Compacting(compacting) => {
+                // Like the events: only a compaction in the turn of the open prompt.
+                let open = record
+                    .inflight
+                    .lock()
+                    .as_ref()
+                    .is_some_and(|f| f.turn == Some(compacting.turn));
+                if !open {
+                    continue;
+                }
+                let updates = compacting_updates(&compacting, record.caps);
+                send_updates(&parts.out, &record.id, updates).await;
+            }
             Item::Allowed {
                 turn,
                 step,
@@ -253,7 +270,8 @@ pub(crate) async fn ordered_path(
                 let _ = record.idle.send_replace(true);
             }
             Item::Replay { events, done } => {
-                replay(&record, &parts, &events).await;
+                let replayed = replay(&record, &parts, &events).await;
+                live.carry_on(&replayed);
                 let _ = done.send(());
             }
         }
@@ -300,12 +318,14 @@ fn context<'a>(
         cwd: &record.cwd,
         tools: &*parts.tools,
         asks,
+        prices: parts.prices.as_deref(),
     }
 }
 
 /// The stored history through a fresh renderer, with adjacent text (and thought) chunks of
-/// a step joined, so a long session loads in proportion to its messages.
-async fn replay(record: &Record, parts: &PathParts, events: &[Arc<SessionEvent>]) {
+/// a step joined, so a long session loads in proportion to its messages. Returns the
+/// renderer, whose ring the live one goes on from.
+async fn replay(record: &Record, parts: &PathParts, events: &[Arc<SessionEvent>]) -> Renderer {
     const JOIN_LIMIT: usize = 1024 * 1024;
     let mut renderer = Renderer::default();
     let never = |_: &str, _: &Value| false;
@@ -333,6 +353,7 @@ async fn replay(record: &Record, parts: &PathParts, events: &[Arc<SessionEvent>]
     }
     pending.extend(renderer.close_turn(None));
     send_updates(&parts.out, &record.id, pending).await;
+    renderer
 }
 
 fn text_of(chunk: &agent_client_protocol_schema::v1::ContentChunk) -> Option<&str> {

@@ -6,9 +6,11 @@
 //! call id), every update follows its announcement, and every call reaches `completed` or
 //! `failed` — at its result, at its turn's end, or when the replay or prompt closes.
 
+mod compaction;
 mod parts;
 #[cfg(test)]
 mod props;
+mod ring;
 #[cfg(test)]
 mod tests;
 
@@ -18,7 +20,6 @@ use std::path::{Path, PathBuf};
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Diff, SessionUpdate, Terminal, ToolCall, ToolCallContent,
     ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
-    UsageUpdate,
 };
 use dsh_agent::MessageSource;
 use dsh_agent::record::{Chunk, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord};
@@ -54,7 +55,11 @@ pub(crate) enum RenderMode {
 pub(crate) struct RenderCaps {
     /// Zed's display-only terminal cards for bash.
     pub terminal_card: bool,
+    /// `compaction_update`s (`session.compaction`).
+    pub compaction: bool,
 }
+
+pub(crate) use compaction::compacting_updates;
 
 /// What a render call may consult.
 pub(crate) struct RenderContext<'a> {
@@ -65,6 +70,8 @@ pub(crate) struct RenderContext<'a> {
     pub tools: &'a dyn ToolRegistry,
     /// Whether a live call of this tool with these arguments will be asked about.
     pub asks: &'a (dyn Fn(&str, &Value) -> bool + Sync),
+    /// The model's prices, when configured: usage updates then carry the session's cost.
+    pub prices: Option<&'a dsh_llm::Prices>,
 }
 
 /// An announced call without a final status.
@@ -114,9 +121,16 @@ pub(crate) struct Renderer {
     /// escape sequence.
     text: SafeText,
     reasoning: SafeText,
+    /// The context ring's window and the session's cost so far.
+    ring: ring::Ring,
 }
 
 impl Renderer {
+    /// Goes on from where a replay of the same session left: the ring's window and cost.
+    pub(crate) fn carry_on(&mut self, replayed: &Renderer) {
+        self.ring = replayed.ring.clone();
+    }
+
     /// The updates for one event.
     pub(crate) fn render(
         &mut self,
@@ -178,12 +192,10 @@ impl Renderer {
                     }
                 }
                 // The context ring: how full the model's context is after this call.
-                if let Some(context) = answer.context {
-                    out.push(SessionUpdate::UsageUpdate(UsageUpdate::new(
-                        context.used,
-                        context.window,
-                    )));
-                }
+                out.extend(
+                    self.ring
+                        .answered(answer.context, answer.usage.as_ref(), cx.prices),
+                );
             }
             Record::ToolCall(call) => {
                 self.release((call.turn, call.step), &mut out);
@@ -197,9 +209,16 @@ impl Renderer {
                 self.streamed.remove(&(at.turn, at.step));
             }
             Record::TurnEnd(end) => out.extend(self.close_turn(Some(end.turn))),
-            // The transcript keeps everything; the mark says where the model's history
+            // The transcript keeps everything; the client is shown where the model's history
             // starts again from a summary.
-            Record::Compacted(_) => out.push(message(COMPACTED_MARK.to_owned())),
+            Record::Compacted(record) => {
+                out.extend(compaction::compacted_updates(
+                    &record,
+                    cx.caps,
+                    &mut self.ring,
+                    cx.prices,
+                ));
+            }
             Record::TurnStart(_)
             | Record::StepStart(_)
             | Record::Instructions(_)
@@ -540,10 +559,6 @@ impl Renderer {
         Some(call)
     }
 }
-
-/// Where a compaction happened, as the transcript shows it.
-const COMPACTED_MARK: &str =
-    "\n\n[context compacted: the model continues from a summary of the conversation above]\n\n";
 
 /// A change as ACP's `diff` content with the location of its first line. A file that did not
 /// exist has no old text, so the card shows a creation.

@@ -23,6 +23,8 @@ pub(crate) struct ClientCaps {
     /// Both `fs.readTextFile` and `fs.writeTextFile`: tools read and write through the
     /// editor.
     pub files: bool,
+    /// Compaction updates (`session.compaction`).
+    pub compaction: bool,
 }
 
 /// A request dsh serves, with its decoded params.
@@ -80,6 +82,9 @@ impl Request {
                         .is_some_and(Value::is_object),
                     files: flag("/clientCapabilities/fs/readTextFile")
                         && flag("/clientCapabilities/fs/writeTextFile"),
+                    compaction: params
+                        .pointer("/clientCapabilities/session/compaction")
+                        .is_some_and(Value::is_object),
                 }))
             }
             ClientRequest::NewSessionRequest(request) => Ok(Request::NewSession(Box::new(request))),
@@ -145,7 +150,8 @@ mod tests {
             Ok(Request::Initialize(ClientCaps {
                 terminal_output: true,
                 notices: false,
-                files: false
+                files: false,
+                compaction: false
             }))
         ));
         assert!(matches!(
@@ -153,7 +159,8 @@ mod tests {
             Ok(Request::Initialize(ClientCaps {
                 terminal_output: false,
                 notices: false,
-                files: false
+                files: false,
+                compaction: false
             }))
         ));
         assert!(matches!(

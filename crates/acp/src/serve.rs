@@ -1,6 +1,6 @@
 //! Serving one connection: the read loop, the triggers that end it, and the one teardown.
 
-use dsh_agent::record::ToolProgressRecord;
+use dsh_agent::record::{CompactingRecord, ToolProgressRecord};
 use dsh_llm::RetryNotice;
 use dsh_session::Ephemeral;
 use std::sync::{Arc, Weak};
@@ -84,11 +84,17 @@ impl SessionObserver for Watcher {
     }
 
     fn on_ephemeral(&self, session: &Session, note: &Ephemeral) {
-        if let Some(piece) = ToolProgressRecord::decode(note)
-            && let Some(conn) = self.0.upgrade()
+        let item = if let Some(piece) = ToolProgressRecord::decode(note) {
+            Item::Progress(piece)
+        } else if let Some(compacting) = CompactingRecord::decode(note) {
+            Item::Compacting(compacting)
+        } else {
+            return;
+        };
+        if let Some(conn) = self.0.upgrade()
             && let Some(record) = conn.state.record(session.id().as_str())
         {
-            record.push(Item::Progress(piece));
+            record.push(item);
         }
     }
 }

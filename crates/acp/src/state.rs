@@ -69,6 +69,10 @@ impl ConnState {
         self.0.lock().initialized
     }
 
+    pub(crate) fn compaction(&self) -> bool {
+        self.0.lock().caps.compaction
+    }
+
     pub(crate) fn terminal_output(&self) -> bool {
         self.0.lock().caps.terminal_output
     }

@@ -7,15 +7,18 @@
 //! memory: a call whose tool says it reads (or edits) and that names a `path` counts.
 
 use dsh_agent::Failure;
-use dsh_agent::record::{CompactTrigger, CompactedRecord};
+use dsh_agent::record::{
+    CompactTrigger, CompactedRecord, CompactingRecord, CompactingState, ContextUsage,
+};
 use dsh_kernel::{CancellationToken, contain};
-use dsh_llm::{Message, Model, ModelEvent, ModelParams, ModelRequest};
-use dsh_session::failure_code;
+use dsh_llm::{Message, Model, ModelEvent, ModelParams, ModelRequest, Usage};
+use dsh_session::{StepMark, failure_code};
 use dsh_tools::{Effect, Roots, ToolRegistry, ToolSet};
 use futures::StreamExt;
 use serde_json::Value;
 
 use crate::agent::LoopAgent;
+use crate::history::Since;
 use crate::writer::Writer;
 
 /// What the model is asked, before the list of files.
@@ -49,22 +52,15 @@ pub(crate) fn due(agent: &LoopAgent) -> bool {
         .is_some_and(|c| c.used as f64 >= at * c.window as f64)
 }
 
-/// Compacts the history: asks for the summary and records it.
+/// Compacts the history: asks for the summary and records it. The session's observers are
+/// told when it starts and, unless it is recorded, how it ended (`context/compacting`).
 pub(crate) async fn compact(
     writer: &mut Writer<'_>,
+    mark: &StepMark,
     token: &CancellationToken,
     trigger: CompactTrigger,
 ) -> Outcome {
     let agent = writer.agent;
-    let model = match agent.scope.require::<dyn Model>() {
-        Ok(model) => model,
-        Err(err) => return failed(format!("no model to summarise with: {err}")),
-    };
-    let tools = agent
-        .scope
-        .require::<dyn ToolRegistry>()
-        .ok()
-        .map(|registry| registry.snapshot());
     let (history, since, through_seq) = {
         let mut projection = agent.history.lock();
         let appended = agent.session.events_from(projection.next_seq());
@@ -75,9 +71,64 @@ pub(crate) async fn compact(
             projection.last_seq().unwrap_or(0),
         )
     };
+    if since.read == 0 {
+        return failed(match history.is_empty() {
+            true => "there is nothing to compact yet".to_owned(),
+            false => "there is nothing new to compact: the session has had no conversation since its last compaction".to_owned(),
+        });
+    }
+    let tell = |state: CompactingState| {
+        let note = CompactingRecord {
+            turn: mark.turn,
+            step: mark.step,
+            through_seq,
+            trigger,
+            state,
+        };
+        if let Err(err) = agent.session.notify(&agent.shared.kinds.compacting, &note) {
+            tracing::debug!(agent = %agent.id, "compaction not shown: {err}");
+        }
+    };
+    tell(CompactingState::Started);
+    let outcome =
+        summarise_and_record(writer, mark, token, trigger, (history, since, through_seq)).await;
+    match &outcome {
+        Outcome::Compacted => {}
+        Outcome::Cancelled => tell(CompactingState::Cancelled),
+        Outcome::Failed(failure) => tell(CompactingState::Failed {
+            message: failure.message.clone(),
+        }),
+    }
+    outcome
+}
+
+/// Asks for the summary of `history` (the projection as of `through_seq`) and records it.
+async fn summarise_and_record(
+    writer: &mut Writer<'_>,
+    mark: &StepMark,
+    token: &CancellationToken,
+    trigger: CompactTrigger,
+    (history, since, through_seq): (Vec<Message>, Since, u64),
+) -> Outcome {
+    let agent = writer.agent;
+    let model = match agent.scope.require::<dyn Model>() {
+        Ok(model) => model,
+        Err(err) => {
+            return Outcome::Failed(Failure::new(
+                failure_code::SERVICE_UNAVAILABLE,
+                format!("no model to summarise with: {err}"),
+            ));
+        }
+    };
+    let tools = agent
+        .scope
+        .require::<dyn ToolRegistry>()
+        .ok()
+        .map(|registry| registry.snapshot());
     let (files_read, files_modified) = files(&since.calls, tools.as_ref(), &agent.roots());
     let mut messages = Vec::new();
-    if let Some(Some(system)) = agent.system.get() {
+    let system = agent.system.get().cloned().flatten();
+    if let Some(system) = &system {
         messages.push(Message::System {
             content: system.to_string(),
         });
@@ -102,28 +153,37 @@ pub(crate) async fn compact(
         },
         session_id: Some(agent.id.as_str().to_owned()),
     };
-    let summary = match summary_fitting(model.as_ref(), request, token).await {
-        Ok(summary) => summary,
+    let (summary, usage) = match summary_fitting(model.as_ref(), request, token).await {
+        Ok(answer) => answer,
         Err(outcome) => return outcome,
     };
-    let record = CompactedRecord {
+    let mut record = CompactedRecord {
+        turn: mark.turn,
+        step: mark.step,
         summary,
         through_seq,
         kept: kept(&since.users),
         files_read,
         files_modified,
         tokens_before: since.context.map_or(0, |c| c.used),
+        tokens_after: 0,
         trigger,
+        usage,
     };
+    let left = system.as_ref().map_or(0, |s| s.len()) + record.opening().len();
+    record.tokens_after = (left as u64).div_ceil(ContextUsage::BYTES_PER_TOKEN);
     let kinds = &agent.shared.kinds;
     match writer.append(&kinds.compacted, &record) {
         Some(_) => Outcome::Compacted,
-        None => failed("the compaction could not be recorded".to_owned()),
+        None => Outcome::Failed(Failure::new(
+            failure_code::SESSION,
+            "the compaction could not be recorded",
+        )),
     }
 }
 
 fn failed(message: String) -> Outcome {
-    Outcome::Failed(Failure::new(failure_code::INTERNAL, message))
+    Outcome::Failed(Failure::new(failure_code::COMPACTION, message))
 }
 
 /// Why no summary came back.
@@ -131,19 +191,24 @@ enum NoSummary {
     Cancelled,
     /// The summary request itself was too long for the context.
     Overflow(String),
-    Failed(String),
+    Failed(Failure),
 }
 
-/// The model's summary: the text of its answer.
+/// The model's summary: the text of its answer, and the usage the server reported.
 async fn summarise(
     model: &dyn Model,
     request: ModelRequest,
     token: &CancellationToken,
-) -> Result<String, NoSummary> {
+) -> Result<(String, Option<Usage>), NoSummary> {
     let refused = |err: &dsh_llm::ModelError| match err.kind {
         dsh_llm::ModelErrorKind::ContextOverflow => NoSummary::Overflow(err.to_string()),
-        _ => NoSummary::Failed(format!("the summary request failed: {err}")),
+        _ => NoSummary::Failed(Failure::new(
+            err.kind.code(),
+            format!("the summary request failed: {err}"),
+        )),
     };
+    let broken =
+        |message: String| NoSummary::Failed(Failure::new(failure_code::COMPACTION, message));
     let started = contain::catch_future(model.stream(request, token.clone()));
     let opened = tokio::select! {
         biased;
@@ -153,13 +218,10 @@ async fn summarise(
     let mut stream = match opened {
         Ok(Ok(stream)) => stream,
         Ok(Err(err)) => return Err(refused(&err)),
-        Err(panic) => {
-            return Err(NoSummary::Failed(format!(
-                "the model provider panicked: {panic}"
-            )));
-        }
+        Err(panic) => return Err(broken(format!("the model provider panicked: {panic}"))),
     };
     let mut text = String::new();
+    let mut usage = None;
     loop {
         let next = tokio::select! {
             biased;
@@ -168,33 +230,23 @@ async fn summarise(
         };
         match next {
             Ok(Some(Ok(ModelEvent::TextDelta(piece)))) => text.push_str(&piece),
+            Ok(Some(Ok(ModelEvent::Usage(reported)))) => usage = Some(reported),
             Ok(Some(Ok(ModelEvent::Finish { .. }))) => break,
             Ok(Some(Ok(
                 ModelEvent::ReasoningDelta(_)
                 | ModelEvent::ToolCallStart { .. }
                 | ModelEvent::ToolCallArgumentsDelta { .. }
-                | ModelEvent::ToolCallEnd { .. }
-                | ModelEvent::Usage(_),
+                | ModelEvent::ToolCallEnd { .. },
             ))) => {}
             Ok(Some(Err(err))) => return Err(refused(&err)),
-            Ok(None) => {
-                return Err(NoSummary::Failed(
-                    "the summary stream ended unfinished".to_owned(),
-                ));
-            }
-            Err(panic) => {
-                return Err(NoSummary::Failed(format!(
-                    "the model provider panicked: {panic}"
-                )));
-            }
+            Ok(None) => return Err(broken("the summary stream ended unfinished".to_owned())),
+            Err(panic) => return Err(broken(format!("the model provider panicked: {panic}"))),
         }
     }
     if text.trim().is_empty() {
-        return Err(NoSummary::Failed(
-            "the model wrote an empty summary".to_owned(),
-        ));
+        return Err(broken("the model wrote an empty summary".to_owned()));
     }
-    Ok(text)
+    Ok((text, usage))
 }
 
 /// The summary, asking again with fewer tool outputs while the request is too long: each
@@ -204,12 +256,12 @@ async fn summary_fitting(
     model: &dyn Model,
     mut request: ModelRequest,
     token: &CancellationToken,
-) -> Result<String, Outcome> {
+) -> Result<(String, Option<Usage>), Outcome> {
     for _ in 0..MAX_DROPS {
         match summarise(model, request.clone(), token).await {
             Ok(summary) => return Ok(summary),
             Err(NoSummary::Cancelled) => return Err(Outcome::Cancelled),
-            Err(NoSummary::Failed(message)) => return Err(failed(message)),
+            Err(NoSummary::Failed(failure)) => return Err(Outcome::Failed(failure)),
             Err(NoSummary::Overflow(message)) => {
                 if !drop_middle_outputs(&mut request.messages) {
                     return Err(overflowed(message));

@@ -55,6 +55,9 @@ pub(crate) struct Since {
     pub calls: Vec<(String, String)>,
     /// The context after the last model call that recorded one.
     pub context: Option<ContextUsage>,
+    /// How many user messages, answers and tool results were read: none means there is
+    /// nothing a compaction could summarise.
+    pub read: usize,
 }
 
 impl Projection {
@@ -84,6 +87,7 @@ impl Projection {
             Record::UserMessage(user) => {
                 let text = user.message.text;
                 self.since.users.push(text.clone());
+                self.since.read += 1;
                 match self.messages.last_mut() {
                     Some(Message::User { content }) => {
                         content.push_str("\n\n");
@@ -96,13 +100,17 @@ impl Projection {
                 if answer.context.is_some() {
                     self.since.context = answer.context;
                 }
+                self.since.read += 1;
                 if !answer.message.is_empty() {
                     self.messages.push(answer.message.to_message());
                 }
             }
             Record::ToolResult(ToolResultRecord {
                 call_id, content, ..
-            }) => self.messages.push(Message::Tool { call_id, content }),
+            }) => {
+                self.since.read += 1;
+                self.messages.push(Message::Tool { call_id, content });
+            }
             Record::Instructions(record) => self.instructions = Some(record),
             // From here the model's history starts again: the summary and the kept messages
             // stand for everything before.

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use dsh_agent::{TicketSender, UserMessage};
+use dsh_agent::{MessageId, TicketSender, UserMessage};
 
 /// Which verb accepted a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,10 +13,28 @@ pub(crate) enum Kind {
     Inject,
 }
 
-/// A message accepted and not yet claimed, with the ticket its caller awaits.
+/// What an accepted request asks of a turn.
+pub(crate) enum Work {
+    /// A message for the model.
+    Say(UserMessage),
+    /// A compaction the user asked for; the id is its ticket's.
+    Compact(MessageId),
+}
+
+/// A request accepted and not yet claimed, with the ticket its caller awaits.
 pub(crate) struct Pending {
-    pub(crate) message: UserMessage,
+    pub(crate) work: Work,
     pub(crate) ticket: TicketSender,
+}
+
+impl Pending {
+    /// The id the request's ticket carries.
+    pub(crate) fn id(&self) -> &MessageId {
+        match &self.work {
+            Work::Say(message) => &message.id,
+            Work::Compact(id) => id,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -34,12 +52,9 @@ impl Inbox {
         }
     }
 
-    pub(crate) fn holds(&self, message: &UserMessage) -> bool {
-        self.followups.iter().any(|p| p.message.id == message.id)
-            || self
-                .boundary
-                .iter()
-                .any(|(_, p)| p.message.id == message.id)
+    pub(crate) fn holds_id(&self, id: &MessageId) -> bool {
+        self.followups.iter().any(|p| p.id() == id)
+            || self.boundary.iter().any(|(_, p)| p.id() == id)
     }
 
     /// A follow-up, or steering, is pending: something that opens or extends a turn.
@@ -82,11 +97,20 @@ mod tests {
     fn pending(text: &str) -> Pending {
         let message = UserMessage::user(text);
         let (ticket, _) = TurnTicket::channel(message.id.clone());
-        Pending { message, ticket }
+        Pending {
+            work: Work::Say(message),
+            ticket,
+        }
     }
 
     fn texts(claim: &[Pending]) -> Vec<&str> {
-        claim.iter().map(|p| p.message.text.as_str()).collect()
+        claim
+            .iter()
+            .map(|p| match &p.work {
+                Work::Say(message) => message.text.as_str(),
+                Work::Compact(_) => "/compact",
+            })
+            .collect()
     }
 
     #[test]
@@ -122,13 +146,13 @@ mod tests {
         let mut inbox = Inbox::default();
         let first = pending("a");
         let same = UserMessage {
-            text: "a again".into(),
-            ..first.message.clone()
+            id: first.id().clone(),
+            ..UserMessage::user("a again")
         };
         inbox.push(Kind::FollowUp, first);
         inbox.push(Kind::Steer, pending("b"));
-        assert!(inbox.holds(&same), "held by id, whatever the text");
-        assert!(!inbox.holds(&UserMessage::user("c")));
+        assert!(inbox.holds_id(&same.id), "held by id, whatever the text");
+        assert!(!inbox.holds_id(&UserMessage::user("c").id));
         assert_eq!(texts(&inbox.take_all()), ["b", "a"]);
         assert!(!inbox.has_waking() && inbox.claim_first().is_empty());
     }

@@ -14,6 +14,7 @@ pub(crate) struct Kinds {
     pub(crate) tool_result: EventType,
     pub(crate) instructions: EventType,
     pub(crate) compacted: EventType,
+    pub(crate) compacting: EventType,
     pub(crate) progress: EventType,
 }
 
@@ -31,6 +32,7 @@ impl Kinds {
             tool_result: EventType::new(EventType::TOOL_RESULT)?,
             instructions: EventType::new(dsh_agent::record::CONTEXT_INSTRUCTIONS)?,
             compacted: EventType::new(dsh_agent::record::CONTEXT_COMPACTED)?,
+            compacting: EventType::new(dsh_agent::record::CONTEXT_COMPACTING)?,
             progress: EventType::new(dsh_agent::record::TOOL_PROGRESS)?,
         })
     }

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::agent::LoopAgent;
 use crate::compact;
 use crate::context::{Settled, settle};
-use crate::inbox::Pending;
+use crate::inbox::{Pending, Work};
 use crate::step::{StepEnd, run_step};
 use crate::trace::elapsed_ms;
 use crate::writer::Writer;
@@ -60,13 +60,22 @@ pub(crate) async fn run_turn(
         let mark = StepMark { turn: number, step };
         // The step's opening events go in with no cancellation point between them.
         writer.append(&kinds.step_start, &mark);
+        // A compaction the user asked for runs before the step's model call; the step goes on
+        // to the model only when messages came with it (a steer while it was queued).
+        let (mut asked_to_compact, mut said) = (false, false);
         for pending in claim.drain(..) {
-            let record = UserMessageRecord {
-                turn: number,
-                step,
-                message: pending.message,
-            };
-            writer.append(&kinds.user_message, &record);
+            match pending.work {
+                Work::Say(message) => {
+                    let record = UserMessageRecord {
+                        turn: number,
+                        step,
+                        message,
+                    };
+                    writer.append(&kinds.user_message, &record);
+                    said = true;
+                }
+                Work::Compact(_) => asked_to_compact = true,
+            }
             tickets.push(pending.ticket);
         }
         let end = if writer.dead || writer.refused.is_some() {
@@ -76,7 +85,11 @@ pub(crate) async fn run_turn(
         } else {
             let span = tracing::debug_span!("step", step);
             let started = Instant::now();
-            let end = match compact_if_due(&mut writer, number, &token).await {
+            let compacted = match asked_to_compact {
+                true => compact_on_request(&mut writer, &mark, &token, said).await,
+                false => compact_if_due(&mut writer, &mark, &token).await,
+            };
+            let end = match compacted {
                 Some(end) => end,
                 None => {
                     run_step_recovering(&mut writer, number, step, &token)
@@ -164,20 +177,38 @@ fn next_step(
 /// goes on with the whole history: the server may still take it.
 async fn compact_if_due(
     writer: &mut Writer<'_>,
-    turn: u32,
+    mark: &StepMark,
     token: &CancellationToken,
 ) -> Option<StepEnd> {
     let agent = writer.agent;
     if !compact::due(agent) {
         return None;
     }
-    match compact::compact(writer, token, CompactTrigger::Auto).await {
+    match compact::compact(writer, mark, token, CompactTrigger::Auto).await {
         compact::Outcome::Compacted => None,
-        compact::Outcome::Cancelled => Some(StepEnd::End(agent.aborted(turn))),
+        compact::Outcome::Cancelled => Some(StepEnd::End(agent.aborted(mark.turn))),
         compact::Outcome::Failed(failure) => {
             tracing::warn!(agent = %agent.id, "no compaction: {}", failure.message);
             None
         }
+    }
+}
+
+/// The compaction the user asked for. It ends the step unless messages came with the
+/// request (`said`): those still get their answer, from the compacted history. A compaction
+/// that cannot be made ends the turn with the reason, since the user asked for it.
+async fn compact_on_request(
+    writer: &mut Writer<'_>,
+    mark: &StepMark,
+    token: &CancellationToken,
+    said: bool,
+) -> Option<StepEnd> {
+    let agent = writer.agent;
+    match compact::compact(writer, mark, token, CompactTrigger::Manual).await {
+        compact::Outcome::Compacted if said => None,
+        compact::Outcome::Compacted => Some(StepEnd::End(TurnEndReason::Completed)),
+        compact::Outcome::Cancelled => Some(StepEnd::End(agent.aborted(mark.turn))),
+        compact::Outcome::Failed(failure) => Some(StepEnd::End(TurnEndReason::Error { failure })),
     }
 }
 
@@ -200,7 +231,8 @@ async fn run_step_recovering(
     let refused = failure.message.clone();
     let agent = writer.agent;
     tracing::info!(agent = %agent.id, "the request overflowed the context; compacting");
-    match compact::compact(writer, token, CompactTrigger::Overflow).await {
+    let mark = StepMark { turn, step };
+    match compact::compact(writer, &mark, token, CompactTrigger::Overflow).await {
         compact::Outcome::Compacted => run_step(writer, turn, step, token).await,
         compact::Outcome::Cancelled => StepEnd::End(agent.aborted(turn)),
         compact::Outcome::Failed(why) => StepEnd::End(TurnEndReason::Error {

@@ -2,14 +2,14 @@
 //! of the driver a waking verb owes.
 
 use dsh_agent::{
-    Agent, AgentError, AgentEvent, AgentOptions, AgentStatus, CancelCause, TurnOutcome, TurnTicket,
-    UserMessage,
+    Agent, AgentError, AgentEvent, AgentOptions, AgentStatus, CancelCause, MessageId, TurnOutcome,
+    TurnTicket, UserMessage,
 };
 use dsh_session::{Failure, MAX_EVENT_BYTES, Session, SessionId, failure_code};
 use futures::future::BoxFuture;
 
 use crate::agent::LoopAgent;
-use crate::inbox::{Kind, Pending};
+use crate::inbox::{Kind, Pending, Work};
 
 /// Room left in one event for the `user/message` envelope around a message's text.
 const MESSAGE_HEADROOM: usize = 64 * 1024;
@@ -32,6 +32,11 @@ impl LoopAgent {
                 ),
             });
         }
+        self.enqueue(kind, Work::Say(message))
+    }
+
+    /// Queues accepted work; a waking kind on an idle agent opens a turn and starts the driver.
+    fn enqueue(&self, kind: Kind, work: Work) -> Result<TurnTicket, AgentError> {
         let start_driver = {
             let mut state = self.state.lock();
             if state.closed {
@@ -39,20 +44,22 @@ impl LoopAgent {
                     id: self.id.clone(),
                 });
             }
+            let id = match &work {
+                Work::Say(message) => message.id.clone(),
+                Work::Compact(id) => id.clone(),
+            };
             let claimed = state
                 .start
                 .as_ref()
-                .is_some_and(|c| c.iter().any(|p| p.message.id == message.id));
-            if state.inbox.holds(&message) || claimed {
-                return Err(AgentError::DuplicateMessage {
-                    message_id: message.id,
-                });
+                .is_some_and(|c| c.iter().any(|p| p.id() == &id));
+            if state.inbox.holds_id(&id) || claimed {
+                return Err(AgentError::DuplicateMessage { message_id: id });
             }
-            let (ticket_tx, ticket) = TurnTicket::channel(message.id.clone());
+            let (ticket_tx, ticket) = TurnTicket::channel(id);
             state.inbox.push(
                 kind,
                 Pending {
-                    message,
+                    work,
                     ticket: ticket_tx,
                 },
             );
@@ -154,6 +161,10 @@ impl Agent for LoopAgent {
 
     fn inject(&self, message: UserMessage) -> Result<TurnTicket, AgentError> {
         self.deliver(Kind::Inject, message)
+    }
+
+    fn compact(&self) -> Result<TurnTicket, AgentError> {
+        self.enqueue(Kind::FollowUp, Work::Compact(MessageId::mint()))
     }
 
     fn cancel(&self, cause: CancelCause) -> bool {

@@ -43,6 +43,12 @@ pub trait Agent: Send + Sync + 'static {
     /// never opens a turn by itself.
     fn inject(&self, message: UserMessage) -> Result<TurnTicket, AgentError>;
 
+    /// Queues a compaction the user asked for: like a follow-up, it opens a turn of its own,
+    /// in which the model (with no tools) writes a handoff summary that is recorded as
+    /// `context/compacted`; the turn then ends. It is cancelled like any turn. The turn ends
+    /// `error` with code `compaction` when there is nothing to compact or no summary came back.
+    fn compact(&self) -> Result<TurnTicket, AgentError>;
+
     /// Cancels what is pending and the open turn; `false` when there was nothing to cancel.
     fn cancel(&self, cause: CancelCause) -> bool;
 

@@ -27,6 +27,12 @@ pub enum CompactTrigger {
 /// messages kept word for word.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactedRecord {
+    /// The turn it was made in.
+    #[serde(default)]
+    pub turn: u32,
+    /// The step it was made in.
+    #[serde(default)]
+    pub step: u32,
     /// The handoff summary the model wrote.
     pub summary: String,
     /// The last seq the summary stands for.
@@ -43,8 +49,16 @@ pub struct CompactedRecord {
     /// Context tokens before the compaction.
     #[serde(default)]
     pub tokens_before: u64,
+    /// Context tokens after it, estimated from the bytes of the history it leaves (the
+    /// system text and [`CompactedRecord::opening`]); 0 in records that predate the field.
+    #[serde(default)]
+    pub tokens_after: u64,
     /// What started it.
     pub trigger: CompactTrigger,
+    /// The server's token accounting of the summary request, when it reported one: a model
+    /// call like any other, counted in the session's totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<dsh_llm::Usage>,
 }
 
 impl CompactedRecord {
@@ -57,5 +71,53 @@ impl CompactedRecord {
             text.push_str(message);
         }
         text
+    }
+}
+
+/// The kind of [`CompactingRecord`], an ephemeral notice (never in the log).
+pub const CONTEXT_COMPACTING: &str = "context/compacting";
+
+/// `context/compacting`: a compaction started, or ended without a record. Ephemeral
+/// ([`dsh_session::Ephemeral`]): it lets the people watching see the summary being written,
+/// which takes as long as a model answer; a finished compaction is the durable
+/// [`CompactedRecord`] that follows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactingRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// The last seq the summary will stand for: with the session, it names the compaction,
+    /// and its [`CompactedRecord`] carries the same.
+    pub through_seq: u64,
+    /// What started it.
+    pub trigger: CompactTrigger,
+    /// Where it stands.
+    #[serde(flatten)]
+    pub state: CompactingState,
+}
+
+/// Where a compaction stands, as `context/compacting` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CompactingState {
+    /// The summary is being asked for.
+    Started,
+    /// No summary came back; the history is unchanged.
+    Failed {
+        /// Why, for people.
+        message: String,
+    },
+    /// The turn was cancelled meanwhile.
+    Cancelled,
+}
+
+impl CompactingRecord {
+    /// `note` read as a compaction notice, when it is one.
+    pub fn decode(note: &dsh_session::Ephemeral) -> Option<CompactingRecord> {
+        if note.kind.as_str() != CONTEXT_COMPACTING {
+            return None;
+        }
+        serde_json::from_str(note.data.get()).ok()
     }
 }

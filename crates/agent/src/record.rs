@@ -36,7 +36,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::UserMessage;
 
-pub use crate::compacted::{CONTEXT_COMPACTED, CompactTrigger, CompactedRecord, SUMMARY_PREFIX};
+pub use crate::compacted::{
+    CONTEXT_COMPACTED, CONTEXT_COMPACTING, CompactTrigger, CompactedRecord, CompactingRecord,
+    CompactingState, SUMMARY_PREFIX,
+};
 pub use crate::instructions::{
     Environment, GitState, InstructionSource, InstructionsRecord, SourceKind,
 };
@@ -298,8 +301,9 @@ impl Record {
             | Record::AssistantChunk(AssistantChunkRecord { turn, .. })
             | Record::AssistantMessage(AssistantMessageRecord { turn, .. })
             | Record::ToolCall(ToolCallRecord { turn, .. })
-            | Record::ToolResult(ToolResultRecord { turn, .. }) => Some(*turn),
-            Record::Instructions(_) | Record::Compacted(_) | Record::Other => None,
+            | Record::ToolResult(ToolResultRecord { turn, .. })
+            | Record::Compacted(CompactedRecord { turn, .. }) => Some(*turn),
+            Record::Instructions(_) | Record::Other => None,
         }
     }
 }

@@ -34,6 +34,7 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
         agent_title: title,
         auth_required: None,
         auth_hint: Some(crate::model::auth_hint(settings)),
+        prices: settings.prices.clone(),
     }
 }
 

@@ -146,6 +146,10 @@ pub struct RunArgs {
     /// Resume the newest session started in the current directory.
     #[arg(short = 'c', long = "continue")]
     pub continue_here: bool,
+    /// Compact the resumed session first: the model writes a summary that later requests
+    /// start from (the log keeps everything). Without a prompt, only that.
+    #[arg(long)]
+    pub compact: bool,
     /// One JSON object per line on stdout instead of text.
     #[arg(long)]
     pub json: bool,

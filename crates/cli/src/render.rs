@@ -130,6 +130,16 @@ impl Renderer {
         })
     }
 
+    /// The agent's context window, for a compaction shown before any model call.
+    pub fn set_window(&self, window: u64) {
+        self.state.lock().tally.window = Some(window);
+    }
+
+    /// The model's prices, for the footer's cost.
+    pub fn set_prices(&self, prices: Option<dsh_llm::Prices>) {
+        self.state.lock().tally.prices = prices;
+    }
+
     /// What the run's model calls used so far.
     pub fn totals(&self) -> Tally {
         self.state.lock().tally.clone()
@@ -442,6 +452,7 @@ impl Renderer {
             // The transcript keeps everything: the mark says where the model's history starts
             // again from a summary.
             Record::Compacted(compacted) => {
+                state.tally.compacted(&compacted);
                 self.end_reasoning(&mut state, color);
                 let why = match compacted.trigger {
                     CompactTrigger::Auto => "auto",
@@ -572,14 +583,20 @@ impl Renderer {
             | Record::StepEnd(_)
             | Record::UserMessage(_)
             | Record::Other => return,
-            Record::Compacted(compacted) => json!({
+            Record::Compacted(compacted) => {
+                self.state.lock().tally.compacted(&compacted);
+                json!({
                 "type": "compacted",
                 "trigger": compacted.trigger,
                 "tokens_before": compacted.tokens_before,
+                "tokens_after": compacted.tokens_after,
+                "input_tokens": compacted.usage.as_ref().map(|u| u.input_tokens),
+                "output_tokens": compacted.usage.as_ref().map(|u| u.output_tokens),
                 "summary": compacted.summary,
                 "files_read": compacted.files_read,
                 "files_modified": compacted.files_modified,
-            }),
+                })
+            }
             Record::Instructions(context) => {
                 warn(&context.warnings);
                 return;

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_agent::{
-    AgentHandle, AgentRegistry, CancelCause, CreateAgent, ResumeAgent, TurnOutcome, UserMessage,
+    Agent, AgentHandle, AgentRegistry, CancelCause, CreateAgent, ResumeAgent, TurnOutcome,
+    TurnTicket, UserMessage,
 };
 use dsh_kernel::Runtime;
 use std::path::Path;
@@ -84,7 +85,10 @@ enum Target {
 struct Prepared {
     settings: Settings,
     chosen: model::Chosen,
-    prompt: String,
+    /// `None` with `--compact` alone.
+    prompt: Option<String>,
+    /// `--compact`: compact the resumed session before the prompt.
+    compact: bool,
     target: Target,
     /// `--permission ask`: the terminal's say before each gated call.
     approval: Option<Arc<TerminalGate>>,
@@ -107,7 +111,19 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         (None, true) => Target::Newest,
         (None, false) => Target::New,
     };
-    let prompt = crate::prompt::resolve(args.prompt.as_deref(), chosen.script_prompt.as_deref())?;
+    if args.compact && matches!(target, Target::New) {
+        return Err(Failure::usage(
+            "--compact compacts a stored session: add -c (the newest one here) or --session ID",
+        ));
+    }
+    // `--compact` alone compacts and stops: stdin and the script's prompt are not read.
+    let prompt = match (args.compact, args.prompt.as_deref()) {
+        (true, None) => None,
+        (_, arg) => Some(crate::prompt::resolve(
+            arg,
+            chosen.script_prompt.as_deref(),
+        )?),
+    };
     // The question goes to the terminal itself: only the user's choice, NO_COLOR and a dumb
     // terminal turn its colour off.
     let colour = match args.color {
@@ -130,6 +146,7 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         settings,
         chosen,
         prompt,
+        compact: args.compact,
         target,
         approval,
     })
@@ -151,11 +168,15 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
         };
     let status = turn(
         &runtime,
-        &prepared.prompt,
+        Asked {
+            compact: prepared.compact,
+            prompt: prepared.prompt.as_deref(),
+        },
         Start {
             target: prepared.target,
             approval: prepared.approval,
             auth_hint: model::auth_hint(&prepared.settings),
+            prices: prepared.settings.prices.clone(),
         },
         view,
         &label,
@@ -220,6 +241,8 @@ struct Start {
     target: Target,
     approval: Option<Arc<TerminalGate>>,
     auth_hint: String,
+    /// The model's prices, for the footer's cost.
+    prices: Option<dsh_llm::Prices>,
 }
 
 async fn start(
@@ -261,9 +284,54 @@ async fn start(
     }
 }
 
+/// What the run asks of the session: a compaction first, a prompt, or both.
+struct Asked<'a> {
+    compact: bool,
+    prompt: Option<&'a str>,
+}
+
+/// How waiting for a ticket ended.
+enum Waited {
+    Outcome(TurnOutcome),
+    /// A second Ctrl-C, SIGTERM or SIGHUP: exit now with this status.
+    Forced(u8),
+}
+
+/// Waits for `ticket`; the first Ctrl-C of the run cancels the turn, a second one (or
+/// SIGTERM, SIGHUP) forces the exit, and a closed stdout cancels and exits.
+async fn wait(
+    ticket: TurnTicket,
+    agent: &Arc<dyn Agent>,
+    signals: &mut Signals,
+    interrupts: &mut u32,
+    renderer: &Renderer,
+) -> Waited {
+    let mut outcome = Box::pin(ticket.outcome());
+    loop {
+        tokio::select! {
+            outcome = &mut outcome => return Waited::Outcome(outcome),
+            quit = signals.next() => match quit {
+                Quit::Interrupt if *interrupts == 0 => {
+                    *interrupts += 1;
+                    eprintln!("^C cancelling… (Ctrl-C again to quit now)");
+                    agent.cancel(CancelCause::User);
+                }
+                Quit::Interrupt | Quit::Terminate | Quit::Hangup => {
+                    return Waited::Forced(quit.status());
+                }
+            },
+            () = renderer.closed.notified() => {
+                agent.cancel(CancelCause::User);
+                let _ = (&mut outcome).await;
+                return Waited::Forced(exit::STDOUT_CLOSED);
+            }
+        }
+    }
+}
+
 async fn turn(
     runtime: &Arc<Runtime>,
-    prompt: &str,
+    asked: Asked<'_>,
     how: Start,
     view: View,
     label: &str,
@@ -275,6 +343,7 @@ async fn turn(
         .map_or(PermissionMode::Allow, |gate| gate.mode());
     let gate = how.approval.clone();
     let auth_hint = how.auth_hint.clone();
+    let prices = how.prices.clone();
     let (handle, resumed) = match start(runtime, how, sessions).await {
         Ok(started) => started,
         Err(failure) => return report(&failure, view),
@@ -353,17 +422,8 @@ async fn turn(
             "path": path.map(|p| p.display().to_string()),
         }));
     }
-    let ticket = match agent.send(UserMessage::user(prompt)) {
-        Ok(ticket) => ticket,
-        Err(e) => {
-            handle.dispose().await;
-            return report(
-                &Failure::usage(format!("the prompt was refused: {e}")),
-                view,
-            );
-        }
-    };
-    let mut outcome = Box::pin(ticket.outcome());
+    renderer.set_window(agent.options().context_window.get());
+    renderer.set_prices(prices);
     let mut signals = match Signals::new() {
         Ok(signals) => signals,
         Err(failure) => {
@@ -372,29 +432,54 @@ async fn turn(
         }
     };
     let mut interrupts = 0u32;
-    let forced: Option<u8>;
-    let outcome = loop {
-        tokio::select! {
-            outcome = &mut outcome => { forced = None; break Some(outcome) },
-            quit = signals.next() => match quit {
-                Quit::Interrupt if interrupts == 0 => {
-                    interrupts += 1;
-                    eprintln!("^C cancelling… (Ctrl-C again to quit now)");
-                    agent.cancel(CancelCause::User);
-                }
-                Quit::Interrupt | Quit::Terminate | Quit::Hangup => {
-                    forced = Some(quit.status());
-                    break None;
-                }
-            },
-            () = renderer.closed.notified() => {
-                agent.cancel(CancelCause::User);
-                let _ = (&mut outcome).await;
-                forced = Some(exit::STDOUT_CLOSED);
-                break None;
+    let mut outcome: Option<TurnOutcome> = None;
+    let mut forced: Option<u8> = None;
+    if asked.compact {
+        let ticket = match agent.compact() {
+            Ok(ticket) => ticket,
+            Err(e) => {
+                handle.dispose().await;
+                return report(
+                    &Failure::internal(format!("the compaction was refused: {e}")),
+                    view,
+                );
             }
+        };
+        match wait(ticket, &agent, &mut signals, &mut interrupts, &renderer).await {
+            Waited::Outcome(ended) => outcome = Some(ended),
+            Waited::Forced(status) => forced = Some(status),
         }
-    };
+    }
+    // The prompt goes only after a compaction that was made: one cancelled or failed ends
+    // the run with its reason.
+    let compacted = outcome.as_ref().is_none_or(|o| {
+        matches!(
+            o,
+            TurnOutcome::Ended {
+                reason: TurnEndReason::Completed,
+                ..
+            }
+        )
+    });
+    if let Some(prompt) = asked.prompt
+        && forced.is_none()
+        && compacted
+    {
+        let ticket = match agent.send(UserMessage::user(prompt)) {
+            Ok(ticket) => ticket,
+            Err(e) => {
+                handle.dispose().await;
+                return report(
+                    &Failure::usage(format!("the prompt was refused: {e}")),
+                    view,
+                );
+            }
+        };
+        match wait(ticket, &agent, &mut signals, &mut interrupts, &renderer).await {
+            Waited::Outcome(ended) => outcome = Some(ended),
+            Waited::Forced(status) => forced = Some(status),
+        }
+    }
     // A command cut short by a forced exit never sends its result: its spinner goes now.
     renderer.stop_spinner();
     if let Some(status) = forced {

@@ -2,7 +2,8 @@
 //! context was after the last call. A server that reports no usage leaves the totals unknown
 //! (shown as "not reported", never as 0) and the context estimated (shown with `~`).
 
-use dsh_agent::record::{AssistantMessageRecord, ContextUsage};
+use dsh_agent::record::{AssistantMessageRecord, CompactedRecord, ContextUsage};
+use dsh_llm::{Prices, Usage};
 use serde_json::{Value, json};
 
 /// The usage of a run so far.
@@ -18,22 +19,52 @@ pub struct Tally {
     pub cache_hit: u64,
     /// Some call's usage was reported.
     pub reported: bool,
-    /// The context after the last call that said.
+    /// The context after the last call that said, or after a compaction since.
     pub context: Option<ContextUsage>,
+    /// The agent's context window, for a compaction before any call of this run.
+    pub window: Option<u64>,
+    /// The model's prices, when configured, and what the run's calls cost at them.
+    pub prices: Option<Prices>,
+    pub spent: f64,
 }
 
 impl Tally {
     /// Adds one finished model call.
     pub fn count(&mut self, answer: &AssistantMessageRecord) {
         self.steps += 1;
-        if let Some(usage) = answer.usage.as_ref().filter(|u| u.input_tokens > 0) {
-            self.reported = true;
-            self.input += usage.input_tokens;
-            self.output += usage.output_tokens;
-            self.cache_hit += usage.cache_hit_tokens.unwrap_or(0);
-        }
+        self.add(answer.usage.as_ref());
         if answer.context.is_some() {
             self.context = answer.context;
+        }
+    }
+
+    /// A compaction: its summary request counts in the totals, and the context is now what
+    /// it left, an estimate.
+    pub fn compacted(&mut self, record: &CompactedRecord) {
+        self.add(record.usage.as_ref());
+        let window = self.context.map(|c| c.window).or(self.window);
+        if let Some(window) = window
+            && record.tokens_after > 0
+        {
+            self.context = Some(ContextUsage {
+                used: record.tokens_after,
+                window,
+                estimated: true,
+            });
+        }
+    }
+
+    /// Adds one call's reported usage to the totals and the cost.
+    fn add(&mut self, usage: Option<&Usage>) {
+        let Some(usage) = usage.filter(|u| u.input_tokens > 0) else {
+            return;
+        };
+        self.reported = true;
+        self.input += usage.input_tokens;
+        self.output += usage.output_tokens;
+        self.cache_hit += usage.cache_hit_tokens.unwrap_or(0);
+        if let Some(prices) = &self.prices {
+            self.spent += prices.cost(usage);
         }
     }
 
@@ -58,6 +89,9 @@ impl Tally {
             ),
             false => "token usage not reported by the server".to_owned(),
         });
+        if let Some(prices) = self.prices.as_ref().filter(|_| self.reported) {
+            parts.push(format!("cost {:.4} {}", self.spent, prices.currency));
+        }
         parts
     }
 

@@ -103,7 +103,11 @@ impl ReplayScript {
                                 entries[i].ending = Ending::Finish(reason);
                             }
                         }
-                        TurnEndReason::Error { failure } if !step_has_message => {
+                        // A compaction with nothing to compact asked the model nothing.
+                        TurnEndReason::Error { failure }
+                            if !step_has_message
+                                && failure.code != dsh_session::failure_code::COMPACTION =>
+                        {
                             let kind: ModelErrorKind = serde_json::from_value(
                                 serde_json::Value::String(failure.code.clone()),
                             )

@@ -25,6 +25,7 @@ mod checker;
 mod error;
 mod notice;
 mod outcome;
+mod price;
 mod types;
 mod validate;
 
@@ -36,6 +37,7 @@ pub use checker::{ContractRule, ContractViolation, StreamChecker};
 pub use error::{ModelError, ModelErrorKind};
 pub use notice::RetryNotice;
 pub use outcome::StepOutcome;
+pub use price::Prices;
 pub use types::{
     FinishReason, Message, ModelEvent, ModelInfo, ModelParams, ModelRequest, ReasoningEffort,
     ToolCall, ToolSpec, Usage,

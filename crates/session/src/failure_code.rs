@@ -20,12 +20,16 @@ pub const SERVICE_UNAVAILABLE: &str = "service_unavailable";
 /// The system message could not be built (a configured prompt file that cannot be read).
 pub const CONTEXT: &str = "context";
 
+/// A compaction the user asked for could not be made: nothing to compact, or no summary.
+pub const COMPACTION: &str = "compaction";
+
 /// Every code above, for tables and tests.
-pub const ALL: [&str; 6] = [
+pub const ALL: [&str; 7] = [
     SESSION,
     INTERNAL,
     PROTOCOL,
     PERSISTENCE,
     SERVICE_UNAVAILABLE,
     CONTEXT,
+    COMPACTION,
 ];

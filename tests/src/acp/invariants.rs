@@ -28,8 +28,8 @@ const STOP_REASONS: [&str; 5] = [
     "cancelled",
 ];
 
-/// The update variants dsh sends unasked; an opt-in one (`notice`) only to a client that
-/// advertised it.
+/// The update variants dsh sends unasked; an opt-in one (`notice`, `compaction_update`) only
+/// to a client that advertised it.
 const UPDATES: [&str; 6] = [
     "user_message_chunk",
     "agent_message_chunk",
@@ -59,6 +59,8 @@ struct Checker {
     requested: Vec<String>,
     /// The client advertised `session.notices`: `notice` updates may come.
     notices: bool,
+    /// The client advertised `session.compaction`: `compaction_update`s may come.
+    compaction: bool,
     /// The client advertised both `fs.readTextFile` and `fs.writeTextFile`: `fs/*` requests
     /// may come.
     files: bool,
@@ -104,6 +106,7 @@ impl Checker {
                 let caps = &frame["params"]["clientCapabilities"];
                 self.cards = caps["_meta"]["terminal_output"] == true;
                 self.notices = caps["session"]["notices"].is_object();
+                self.compaction = caps["session"]["compaction"].is_object();
                 self.files =
                     caps["fs"]["readTextFile"] == true && caps["fs"]["writeTextFile"] == true;
             }
@@ -183,7 +186,8 @@ impl Checker {
         );
         let update = &frame["params"]["update"];
         let kind = update["sessionUpdate"].as_str().unwrap_or("");
-        let opted_in = kind == "notice" && self.notices;
+        let opted_in =
+            (kind == "notice" && self.notices) || (kind == "compaction_update" && self.compaction);
         assert!(
             UPDATES.contains(&kind) || opted_in,
             "update variant {kind}: {frame}"

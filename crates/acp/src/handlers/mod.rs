@@ -162,6 +162,7 @@ pub(super) fn install(
             outgoing: conn.outgoing.clone(),
             mode: conn.config.permission,
             auth_hint: conn.config.auth_hint.as_deref().map(Arc::from),
+            prices: conn.config.prices.clone().map(Arc::new),
         },
     );
     if conn.scope.spawn(path).is_err() {

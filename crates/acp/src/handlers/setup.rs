@@ -107,6 +107,7 @@ async fn create(
         .map_err(|e| RpcError::new(code::INTERNAL, format!("could not create session: {e}")))?;
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
+        compaction: conn.state.compaction(),
     };
     match install(conn, handle, cwd.clone(), caps, parts) {
         Ok(_) => {
@@ -232,6 +233,7 @@ async fn load(
     let events = handle.agent().session().events();
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
+        compaction: conn.state.compaction(),
     };
     let record = match install(conn, handle, stored, caps, parts) {
         Ok(record) => record,

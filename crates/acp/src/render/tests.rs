@@ -104,7 +104,14 @@ pub(super) fn run(
     cards: bool,
     asks: bool,
 ) -> Vec<Value> {
-    render_all(events, mode, cards, asks, true)
+    render_all(events, mode, caps(cards, false), asks, true, None)
+}
+
+fn caps(terminal_card: bool, compaction: bool) -> RenderCaps {
+    RenderCaps {
+        terminal_card,
+        compaction,
+    }
 }
 
 /// Renders `events` and nothing more.
@@ -114,26 +121,26 @@ pub(super) fn run_open(
     cards: bool,
     asks: bool,
 ) -> Vec<Value> {
-    render_all(events, mode, cards, asks, false)
+    render_all(events, mode, caps(cards, false), asks, false, None)
 }
 
 fn render_all(
     events: &[SessionEvent],
     mode: RenderMode,
-    cards: bool,
+    caps: RenderCaps,
     asks: bool,
     close: bool,
+    prices: Option<&dsh_llm::Prices>,
 ) -> Vec<Value> {
     let (_runtime, tools) = registry();
     let ask = move |_: &str, _: &Value| asks;
     let cx = RenderContext {
         mode,
-        caps: RenderCaps {
-            terminal_card: cards,
-        },
+        caps,
         cwd: std::path::Path::new("/work"),
         tools: &*tools,
         asks: &ask,
+        prices,
     };
     let mut renderer = Renderer::default();
     let mut out: Vec<Value> = events
@@ -417,6 +424,10 @@ fn a_compaction_is_marked_where_it_happened_in_the_transcript() {
     )];
     let out = run(&events, RenderMode::Replay, false, false);
     assert_eq!(out.len(), 1, "{out:?}");
+    assert!(
+        out.iter()
+            .all(|u| u["sessionUpdate"] != "compaction_update")
+    );
     assert_eq!(out[0]["sessionUpdate"], "agent_message_chunk");
     assert!(
         out[0]["content"]["text"]
@@ -448,4 +459,144 @@ fn a_created_file_has_no_old_text_and_an_emptied_or_empty_one_does() {
     // An existing empty file that was written: a change from nothing, not a creation.
     let (written, _) = card("", false);
     assert_eq!(written["oldText"], "");
+}
+
+#[test]
+fn a_client_that_advertised_compaction_gets_the_summary_and_the_usage_it_left() {
+    let events = [
+        event(
+            0,
+            "assistant/message",
+            json!({"turn": 1, "step": 1, "message": {"content": "x"},
+                   "context": {"used": 7000, "window": 8192}}),
+        ),
+        event(
+            1,
+            "context/compacted",
+            json!({"summary": "Goal: \u{1b}[31mred", "through_seq": 0, "trigger": "auto",
+                   "tokens_before": 7000, "tokens_after": 300}),
+        ),
+    ];
+    for mode in [RenderMode::Live, RenderMode::Replay] {
+        let out = render_all(&events, mode, caps(false, true), false, true, None);
+        let kinds: Vec<&str> = out
+            .iter()
+            .map(|u| u["sessionUpdate"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "agent_message_chunk",
+                "usage_update",
+                "compaction_update",
+                "usage_update"
+            ]
+        );
+        let update = &out[2];
+        assert_eq!(update["compactionId"], "compaction-0");
+        assert_eq!(update["status"], "completed");
+        assert_eq!(
+            update["summary"][0]["text"], "Goal: red",
+            "escape sequences are removed from the summary"
+        );
+        assert_eq!(
+            (out[3]["used"].clone(), out[3]["size"].clone()),
+            (json!(300), json!(8192))
+        );
+    }
+}
+
+#[test]
+fn a_live_compaction_is_shown_only_to_a_client_that_advertised_it() {
+    use dsh_agent::record::{CompactTrigger, CompactingRecord, CompactingState};
+    let note = |state| CompactingRecord {
+        turn: 2,
+        step: 1,
+        through_seq: 41,
+        trigger: CompactTrigger::Manual,
+        state,
+    };
+    let shown = |state, compaction| -> Vec<Value> {
+        super::compacting_updates(&note(state), caps(false, compaction))
+            .into_iter()
+            .map(|u| serde_json::to_value(u).unwrap())
+            .collect()
+    };
+    assert!(shown(CompactingState::Started, false).is_empty());
+    let started = shown(CompactingState::Started, true);
+    assert_eq!(started[0]["sessionUpdate"], "compaction_update");
+    assert_eq!(started[0]["compactionId"], "compaction-41");
+    assert_eq!(started[0]["status"], "in_progress");
+    assert_eq!(
+        shown(CompactingState::Cancelled, true)[0]["status"],
+        "cancelled"
+    );
+    let failed = shown(
+        CompactingState::Failed {
+            message: "the server said no".into(),
+        },
+        true,
+    );
+    assert_eq!(failed[0]["status"], "failed");
+    assert_eq!(failed[0]["error"], "the server said no");
+}
+
+#[test]
+fn with_prices_configured_each_usage_update_carries_the_session_s_cost_so_far() {
+    let prices = dsh_llm::Prices {
+        input: 2.0,
+        cached_input: Some(0.5),
+        output: 8.0,
+        currency: "CNY".into(),
+    };
+    let answer = |seq, input: u64| {
+        event(
+            seq,
+            "assistant/message",
+            json!({"turn": 1, "step": seq + 1, "message": {"content": "x"},
+                   "usage": {"input_tokens": input, "output_tokens": 100_000,
+                             "cache_hit_tokens": 200_000},
+                   "context": {"used": input + 100_000, "window": 1_000_000}}),
+        )
+    };
+    let events = [
+        answer(0, 500_000),
+        answer(1, 600_000),
+        event(
+            2,
+            "context/compacted",
+            json!({"summary": "s", "through_seq": 1, "trigger": "auto", "tokens_after": 900,
+                   "usage": {"input_tokens": 700_000, "output_tokens": 1_000}}),
+        ),
+    ];
+    let out = render_all(
+        &events,
+        RenderMode::Replay,
+        caps(false, false),
+        false,
+        true,
+        Some(&prices),
+    );
+    let costs: Vec<f64> = out
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "usage_update")
+        .map(|u| {
+            assert_eq!(u["cost"]["currency"], "CNY");
+            u["cost"]["amount"].as_f64().unwrap()
+        })
+        .collect();
+    // 300k misses at 2 + 200k hits at 0.5 + 100k out at 8 = 0.6 + 0.1 + 0.8; then 0.8 + 0.1
+    // + 0.8 more; then the summary: 700k at 2 + 1k at 8.
+    let expected = [1.5, 3.2, 3.2 + 1.4 + 0.008];
+    assert_eq!(costs.len(), 3, "{out:?}");
+    for (cost, want) in costs.iter().zip(expected) {
+        assert!((cost - want).abs() < 1e-9, "{costs:?}");
+    }
+    let unpriced = run(&events[..1], RenderMode::Replay, false, false);
+    assert!(
+        unpriced
+            .iter()
+            .all(|u| u.get("cost").is_none_or(Value::is_null)),
+        "{unpriced:?}"
+    );
 }

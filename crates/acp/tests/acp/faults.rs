@@ -119,6 +119,9 @@ impl Agent for Spy {
     fn inject(&self, message: UserMessage) -> Result<TurnTicket, AgentError> {
         self.inner.inject(message)
     }
+    fn compact(&self) -> Result<TurnTicket, AgentError> {
+        self.inner.compact()
+    }
     fn cancel(&self, cause: CancelCause) -> bool {
         let _ = self.cancels.send(self.inner.id().clone());
         self.inner.cancel(cause)

@@ -299,3 +299,204 @@ async fn old_tool_output_is_pruned_in_the_request_and_kept_in_the_log() {
     assert!(whole, "the log keeps every output");
     handle.dispose().await;
 }
+
+/// Records `context/compacting` notices; tells the test when the first arrives.
+struct Compactings {
+    seen: std::sync::Mutex<Vec<dsh_agent::record::CompactingRecord>>,
+    started: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+#[async_trait::async_trait]
+impl dsh_session::SessionObserver for Compactings {
+    fn name(&self) -> &str {
+        "compactings"
+    }
+
+    fn on_ephemeral(&self, _: &dsh_session::Session, note: &dsh_session::Ephemeral) {
+        if let Some(record) = dsh_agent::record::CompactingRecord::decode(note) {
+            self.seen.lock().unwrap().push(record);
+            let _ = self.started.send(());
+        }
+    }
+}
+
+fn watch_compactings(
+    h: &Harness,
+) -> (
+    std::sync::Arc<Compactings>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let (started, rx) = tokio::sync::mpsc::unbounded_channel();
+    let watcher = std::sync::Arc::new(Compactings {
+        seen: std::sync::Mutex::default(),
+        started,
+    });
+    h.store
+        .subscribe(
+            h.runtime.scope(),
+            dsh_session::Interest::All,
+            watcher.clone(),
+        )
+        .unwrap();
+    (watcher, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_asked_for_is_a_turn_of_its_own_and_the_next_prompt_starts_from_it() {
+    let (h, handle, agent) = one_turn(
+        vec![
+            reading_at(100),
+            say("first answer"),
+            say("Goal: the test. Progress: read src/a.rs."),
+            say("next answer"),
+        ],
+        small_window(),
+    )
+    .await;
+    let (watcher, _) = watch_compactings(&h);
+    let before = agent.session().events().len();
+    assert_eq!(agent.compact().unwrap().await, completed(2));
+    assert_eq!(h.model.calls(), 3, "one call: the summary");
+    assert!(h.model.request(2).tools.is_empty());
+    let turn: Vec<String> = kinds(&agent.session().events()[before..]);
+    assert_eq!(
+        turn,
+        [
+            "turn/start",
+            "step/start",
+            "context/compacted",
+            "step/end",
+            "turn/end"
+        ],
+        "no user message and no model answer in the log: only the compaction"
+    );
+    let compacted = compactions(&agent);
+    assert_eq!(compacted[0].trigger, CompactTrigger::Manual);
+    assert_eq!(compacted[0].kept, ["go"]);
+    assert!(compacted[0].tokens_after > 0);
+    let notices = watcher.seen.lock().unwrap().clone();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(
+        notices[0].state,
+        dsh_agent::record::CompactingState::Started
+    );
+
+    assert_eq!(agent.send(user("and now?")).unwrap().await, completed(3));
+    let next = h.model.request(3);
+    // The kept message and the new one merge into the summary's user message.
+    assert_eq!(next.messages.len(), 1, "{:?}", next.messages);
+    let opening = text(&next.messages[0]);
+    assert!(opening.starts_with(SUMMARY_PREFIX), "{opening}");
+    assert!(opening.ends_with("go\n\nand now?"), "{opening}");
+    assert!(
+        !next
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { .. }))
+    );
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_with_nothing_to_compact_ends_its_turn_saying_so() {
+    let h = Harness::new(ScriptedModel::new(vec![say("answer"), say("Goal: x.")])).await;
+    let handle = h.agent_with(small_window()).await;
+    let agent = handle.agent().clone();
+    let ended = agent.compact().unwrap().await;
+    let dsh_agent::TurnOutcome::Ended {
+        reason: dsh_agent::TurnEndReason::Error { failure },
+        ..
+    } = ended
+    else {
+        panic!("{ended:?}")
+    };
+    assert_eq!(failure.code, "compaction");
+    assert!(
+        failure.message.contains("nothing to compact"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(h.model.calls(), 0, "no model call for an empty session");
+
+    // Once compacted, compacting again with nothing new says so too.
+    assert_eq!(agent.send(user("go")).unwrap().await, completed(2));
+    assert_eq!(agent.compact().unwrap().await, completed(3));
+    let again = agent.compact().unwrap().await;
+    assert!(
+        matches!(&again, dsh_agent::TurnOutcome::Ended {
+            reason: dsh_agent::TurnEndReason::Error { failure }, ..
+        } if failure.message.contains("nothing new")),
+        "{again:?}"
+    );
+    assert_eq!(h.model.calls(), 2);
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_is_cancelled_like_a_turn_and_changes_nothing() {
+    let gate = Gate::default();
+    let (h, handle, agent) = one_turn(
+        vec![
+            reading_at(100),
+            say("first answer"),
+            vec![Act::Gate(gate.clone()), Act::Text("never recorded")],
+            say("next answer"),
+        ],
+        small_window(),
+    )
+    .await;
+    let (watcher, mut seen) = watch_compactings(&h);
+    let ticket = agent.compact().unwrap();
+    gate.entered().await;
+    seen.recv().await.unwrap();
+    assert!(agent.cancel(dsh_agent::CancelCause::User));
+    assert_eq!(ticket.await, aborted(2, dsh_agent::CancelCause::User));
+    gate.release();
+    assert!(compactions(&agent).is_empty());
+    let states: Vec<_> = watcher
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|n| n.state.clone())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            dsh_agent::record::CompactingState::Started,
+            dsh_agent::record::CompactingState::Cancelled
+        ]
+    );
+    // The history is whole: the next prompt sends the call's output again.
+    assert_eq!(agent.send(user("again")).unwrap().await, completed(3));
+    assert!(
+        h.model
+            .request(3)
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { .. }))
+    );
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_automatic_compaction_is_shown_as_it_starts() {
+    let h = Harness::new(ScriptedModel::new(vec![
+        reading_at(900),
+        say("Goal: the test."),
+        say("done"),
+    ]))
+    .await;
+    h.add_tool(Probe::new("probe"));
+    let (watcher, _) = watch_compactings(&h);
+    let handle = h.agent_with(small_window()).await;
+    let agent = handle.agent().clone();
+    assert_eq!(agent.send(user("go")).unwrap().await, completed(1));
+    let notices = watcher.seen.lock().unwrap().clone();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        (notices[0].turn, notices[0].step, notices[0].trigger),
+        (1, 2, CompactTrigger::Auto)
+    );
+    handle.dispose().await;
+}

@@ -204,13 +204,17 @@ fn crash_repair_reads_the_calls_of_a_typed_reply() {
 fn a_compaction_record_reads_back_and_opens_with_its_summary_and_kept_messages() {
     use dsh_agent::record::{CompactTrigger, CompactedRecord, SUMMARY_PREFIX};
     let record = CompactedRecord {
+        turn: 3,
+        step: 2,
         summary: "Goal: fix the build.\n".into(),
         through_seq: 41,
         kept: vec!["and the tests".into()],
         files_read: vec!["src/lib.rs".into()],
         files_modified: vec![],
         tokens_before: 90_000,
+        tokens_after: 2_000,
         trigger: CompactTrigger::Overflow,
+        usage: None,
     };
     let text = serde_json::to_string(&record).unwrap();
     assert!(text.contains("\"trigger\":\"overflow\""), "{text}");

@@ -102,6 +102,8 @@ pub struct Settings {
     /// set it, else under the current directory.
     pub system_prompt_file: Option<Set<PathBuf>>,
     pub project_instructions: Set<bool>,
+    /// The model's prices, when both `price.input` and `price.output` are set.
+    pub prices: Option<dsh_llm::Prices>,
 }
 
 impl Settings {
@@ -154,6 +156,7 @@ impl Settings {
             acp_teardown_deadline: typed.get("acp.teardown_deadline_ms", millis)?,
             system_prompt_file: typed.optional("system_prompt_file", |t| Some(PathBuf::from(t)))?,
             project_instructions: typed.get("project_instructions", |t| t.parse().ok())?,
+            prices: prices(&typed)?,
             config_file,
             resolved,
         })
@@ -352,6 +355,28 @@ impl Typed<'_> {
     fn get<T>(&self, name: &str, read: impl Fn(&str) -> Option<T>) -> Result<Set<T>, Failure> {
         self.optional(name, read)?
             .ok_or_else(|| Failure::internal(format!("{name} has no value and no default")))
+    }
+}
+
+/// The prices, when the input and output prices are both set; one without the other is a
+/// mistake worth an error rather than costs that are silently wrong.
+fn prices(typed: &Typed<'_>) -> Result<Option<dsh_llm::Prices>, Failure> {
+    let number = |t: &str| t.parse::<f64>().ok();
+    let input = typed.optional("price.input", number)?;
+    let output = typed.optional("price.output", number)?;
+    let cached = typed.optional("price.cached_input", number)?;
+    let currency = typed.get("price.currency", |t| Some(t.to_owned()))?;
+    match (input, output) {
+        (Some(input), Some(output)) => Ok(Some(dsh_llm::Prices {
+            input: input.value,
+            cached_input: cached.map(|c| c.value),
+            output: output.value,
+            currency: currency.value,
+        })),
+        (None, None) if cached.is_none() => Ok(None),
+        (_, _) => Err(Failure::config(
+            "price.input and price.output are needed together (price.cached_input is optional)",
+        )),
     }
 }
 

@@ -93,6 +93,10 @@ pub const KEYS: &[Key] = &[
     not_in_file(env(flag(key("replay", TEXT, Default::Unset), "--replay"), "DSH_REPLAY")),
     env(flag(key("system_prompt_file", TEXT, Default::Unset), "--system-prompt-file"), "DSH_SYSTEM_PROMPT_FILE"),
     env(flag(key("project_instructions", Kind::Bool, Default::Is("true")), "--no-project-instructions"), "DSH_PROJECT_INSTRUCTIONS"),
+    env(key("price.input", Kind::Float { min: 0.0, max: 1_000_000.0 }, Default::Unset), "DSH_PRICE_INPUT"),
+    env(key("price.cached_input", Kind::Float { min: 0.0, max: 1_000_000.0 }, Default::Unset), "DSH_PRICE_CACHED_INPUT"),
+    env(key("price.output", Kind::Float { min: 0.0, max: 1_000_000.0 }, Default::Unset), "DSH_PRICE_OUTPUT"),
+    env(key("price.currency", TEXT, Default::Is("USD")), "DSH_PRICE_CURRENCY"),
     key("http.connect_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("10")),
     key("http.idle_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("120")),
     key("http.max_retries", Kind::Int { min: 0, max: 10 }, Default::Is("4")),
@@ -105,8 +109,8 @@ pub const KEYS: &[Key] = &[
 ];
 
 /// The file tables a setting may sit in, besides the top level; `[http.headers]` holds
-/// free-form header names.
-pub const TABLES: &[&str] = &["http", "acp"];
+/// free-form header names. `[price]` gives the model's prices per million tokens, for costs.
+pub const TABLES: &[&str] = &["http", "acp", "price"];
 
 impl Kind {
     /// Checks `text` against the kind; `Err` says what was expected, as a phrase that reads
