@@ -298,3 +298,21 @@ fn with_colour_a_failing_exit_is_red_and_the_command_bold_with_its_description()
     assert!(seen.contains("\u{1b}[31m[exit 3 · "), "{seen:?}");
     assert!(seen.contains("\u{1b}[32mcompleted\u{1b}[0m"), "{seen:?}");
 }
+
+#[test]
+fn on_a_terminal_a_command_starts_in_a_session_of_its_own_without_the_terminal() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "session",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command":
+                "tty; [ \"$(ps -o sid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-session"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let term = Terminal::run(&sandbox, &["run", "--replay", &script, "go"]);
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+    assert!(seen.contains("not a tty"), "{seen}");
+    assert!(seen.contains("own-session"), "{seen}");
+}

@@ -111,6 +111,9 @@ pub(crate) struct Checked {
     pub default_workdir: PathBuf,
     pub spill_root: PathBuf,
     pub config: LocalShellConfig,
+    /// dsh has a controlling terminal (checked once, here): commands then start in a new
+    /// session, away from it.
+    pub has_terminal: bool,
 }
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> LocalConfigError {
@@ -183,8 +186,20 @@ impl LocalShellConfig {
             default_workdir,
             spill_root,
             config: self,
+            has_terminal: has_controlling_terminal(),
         })
     }
+}
+
+/// Whether this process has a controlling terminal: `/dev/tty` opens only then.
+pub(crate) fn has_controlling_terminal() -> bool {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        "/dev/tty",
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .is_ok()
 }
 
 /// The shell as an absolute path to an executable file.

@@ -2,8 +2,9 @@
 //! processes.
 //!
 //! Invariants this crate holds:
-//! - Each command runs non-login, non-interactive, in a new session (so it leads its own
-//!   process group and has no controlling terminal), its stdout and stderr one merged pipe,
+//! - Each command runs non-login, non-interactive, leading its own process group and without
+//!   a controlling terminal (in a new session when dsh has one; otherwise on the standard
+//!   library's posix_spawn path, which does not fork), its stdout and stderr one merged pipe,
 //!   with credentials scrubbed from its environment.
 //! - Every termination is of the whole group: SIGTERM and SIGCONT, then SIGKILL after the
 //!   grace if members remain; never a signal to a group once it was seen gone.

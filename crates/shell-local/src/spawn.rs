@@ -83,8 +83,9 @@ pub(crate) fn environment(
     env
 }
 
-/// Spawns `<shell> -c <command>` in a new session, its stdout and stderr one pipe. Registers
-/// the leader with the sweep's registry under the same lock.
+/// Spawns `<shell> -c <command>` leading its own process group (and, when dsh has a
+/// controlling terminal, its own session), its stdout and stderr one pipe. Registers the
+/// leader with the sweep's registry under the same lock.
 pub(crate) fn spawn(
     checked: &Checked,
     spec: &ShellExecSpec,
@@ -113,7 +114,16 @@ pub(crate) fn spawn(
         })
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
-    new_session(&mut command);
+    // Without a terminal to keep away from, a group of its own is enough, and it keeps the
+    // spawn on the standard library's posix_spawn path: a fork copies dsh's page tables and
+    // then faults on every page dsh writes, a cost that grows with dsh's memory (measured:
+    // 1.8 ms of dsh's CPU a call instead of 3 to 5 over a 1,000-step session).
+    match checked.has_terminal {
+        true => new_session(&mut command),
+        false => {
+            command.process_group(0);
+        }
+    }
 
     let mut leaders = escapees::leaders();
     let spawned = command.spawn();
@@ -136,7 +146,9 @@ pub(crate) fn spawn(
 
 /// The child leads a new session (and so its own process group) without a controlling
 /// terminal: a program that opens `/dev/tty` fails at once instead of stopping on SIGTTIN or
-/// writing into dsh's terminal. The standard library resets the signal mask and SIGPIPE.
+/// writing into dsh's terminal. Without a terminal in dsh's session the same holds for a
+/// process-group leader, which cannot acquire one. The standard library resets the signal
+/// mask and SIGPIPE either way.
 fn new_session(command: &mut Command) {
     #[allow(unsafe_code)]
     // SAFETY: the closure runs in the forked child before exec and only calls setsid(2), which
