@@ -43,6 +43,9 @@ pub(crate) struct LoopAgent {
     pub(crate) state: Mutex<State>,
     /// The model history as of the last step, extended by each step with what was appended.
     pub(crate) history: Mutex<Projection>,
+    /// The context (tokens) when an automatic compaction last failed: the next is tried only
+    /// once the context grew past it by a twentieth of the window, not at every step.
+    pub(crate) compaction_failed_at: Mutex<Option<u64>>,
     /// The system message of every request, settled before the first turn of this agent's
     /// life (`None` inside: there is none).
     pub(crate) system: OnceLock<Option<Arc<str>>>,
@@ -126,6 +129,7 @@ impl LoopAgent {
                 generation: 0,
             }),
             history: Mutex::new(Projection::default()),
+            compaction_failed_at: Mutex::new(None),
             system: OnceLock::new(),
             quiet: watch::Sender::new((0, true)),
             outbox: Mutex::new(VecDeque::new()),

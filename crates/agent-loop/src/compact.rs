@@ -37,7 +37,9 @@ pub(crate) enum Outcome {
     Failed(Failure),
 }
 
-/// Whether the context after the last model call reached the agent's threshold.
+/// Whether the context after the last model call reached the agent's threshold. After an
+/// automatic compaction failed, only once the context grew a twentieth of the window past
+/// where it failed: a server that cannot summarise is not asked again at every step.
 pub(crate) fn due(agent: &LoopAgent) -> bool {
     let at = f64::from(agent.options.compact_at);
     if at <= 0.0 {
@@ -46,10 +48,23 @@ pub(crate) fn due(agent: &LoopAgent) -> bool {
     let mut history = agent.history.lock();
     let appended = agent.session.events_from(history.next_seq());
     history.extend(&appended);
-    history
-        .since()
-        .context
-        .is_some_and(|c| c.used as f64 >= at * c.window as f64)
+    let Some(context) = history.since().context else {
+        return false;
+    };
+    let retry_from = agent
+        .compaction_failed_at
+        .lock()
+        .map_or(0, |failed| failed + context.window / 20);
+    context.used as f64 >= at * context.window as f64 && context.used >= retry_from
+}
+
+/// Remembers how an automatic compaction went, for [`due`].
+pub(crate) fn note_automatic(agent: &LoopAgent, outcome: &Outcome) {
+    let failed_at = match outcome {
+        Outcome::Failed(_) => agent.history.lock().since().context.map(|c| c.used),
+        Outcome::Compacted | Outcome::Cancelled => None,
+    };
+    *agent.compaction_failed_at.lock() = failed_at;
 }
 
 /// Compacts the history: asks for the summary and records it. The session's observers are

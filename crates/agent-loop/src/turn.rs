@@ -184,7 +184,9 @@ async fn compact_if_due(
     if !compact::due(agent) {
         return None;
     }
-    match compact::compact(writer, mark, token, CompactTrigger::Auto).await {
+    let outcome = compact::compact(writer, mark, token, CompactTrigger::Auto).await;
+    compact::note_automatic(agent, &outcome);
+    match outcome {
         compact::Outcome::Compacted => None,
         compact::Outcome::Cancelled => Some(StepEnd::End(agent.aborted(mark.turn))),
         compact::Outcome::Failed(failure) => {

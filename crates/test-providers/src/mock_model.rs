@@ -200,9 +200,14 @@ impl Recorded {
     }
 }
 
+/// Answers a request the script has no response for: for benchmarks whose requests are too
+/// many, or too dependent on what dsh sends, to script.
+pub type Responder = dyn Fn(&Recorded) -> MockResponse + Send + Sync;
+
 #[derive(Default)]
 struct Shared {
     responses: Mutex<Vec<MockResponse>>,
+    responder: Mutex<Option<Arc<Responder>>>,
     requests: Mutex<Vec<Recorded>>,
     failures: Mutex<Vec<String>>,
     connections: std::sync::atomic::AtomicUsize,
@@ -242,6 +247,15 @@ impl MockModelServer {
             shared,
             accept,
         }
+    }
+
+    /// Binds 127.0.0.1:0 and answers every request with what `responder` makes of it.
+    pub async fn responding(
+        responder: impl Fn(&Recorded) -> MockResponse + Send + Sync + 'static,
+    ) -> MockModelServer {
+        let server = MockModelServer::start(Vec::new()).await;
+        *server.shared.responder.lock().unwrap() = Some(Arc::new(responder));
+        server
     }
 
     /// Queues `response` after every one not yet served: for a test that learns what to
@@ -327,14 +341,23 @@ async fn serve(mut stream: TcpStream, connection: usize, shared: Arc<Shared>) {
     // Requests follow one another on the connection until one side closes it.
     while let Some(mut request) = read_request(&mut stream).await {
         request.connection = connection;
+        let responder = shared.responder.lock().unwrap().clone();
+        let made = responder.map(|responder| responder(&request));
         let index = {
             let mut requests = shared.requests.lock().unwrap();
-            requests.push(request);
+            // A responder's requests are not kept: a soak sends thousands.
+            match made {
+                Some(_) => requests.push(Recorded {
+                    body: Vec::new(),
+                    ..request
+                }),
+                None => requests.push(request),
+            }
             requests.len() - 1
         };
         served.push(index);
         shared.changed.notify_waiters();
-        let response = shared.responses.lock().unwrap().pop();
+        let response = made.or_else(|| shared.responses.lock().unwrap().pop());
         let response = match response {
             Some(r) => r,
             None => {

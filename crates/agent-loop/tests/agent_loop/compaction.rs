@@ -500,3 +500,32 @@ async fn an_automatic_compaction_is_shown_as_it_starts() {
     );
     handle.dispose().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_failed_summary_the_next_is_asked_only_once_the_context_grew() {
+    // 900 of 1,000 tokens: due. The summary fails; the next call reports 920, which is less
+    // than a twentieth of the window past 910: not asked again. Then 980: asked again.
+    let h = Harness::new(ScriptedModel::new(vec![
+        reading_at(900),
+        vec![Act::Fail(dsh_llm::ModelErrorKind::Server)],
+        reading_at(910),
+        reading_at(970),
+        say("Goal: the test."),
+        say("done"),
+    ]))
+    .await;
+    h.add_tool(Probe::new("probe"));
+    let handle = h.agent_with(small_window()).await;
+    let agent = handle.agent().clone();
+    assert_eq!(agent.send(user("go")).unwrap().await, completed(1));
+    let summaries: Vec<usize> = (0..h.model.calls())
+        .filter(|i| h.model.request(*i).tools.is_empty())
+        .collect();
+    assert_eq!(
+        summaries,
+        [1, 4],
+        "asked after 910, not after 920, again after 980"
+    );
+    assert_eq!(compactions(&agent).len(), 1);
+    handle.dispose().await;
+}
