@@ -320,3 +320,80 @@ async fn over_acp_a_client_without_compaction_gets_only_a_mark_live_and_on_load(
     }
     assert_eq!(server.requests().len(), 3, "a load asks the model nothing");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_compact_cancels_it_and_the_session_is_unchanged() {
+    let server = MockModelServer::start(vec![
+        MockResponse::text("first answer"),
+        MockResponse::text("never used").hang_before_headers(),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    run(&sandbox, &server, &["the first question"]).await;
+    let base = server.base_url();
+    let mut command = sandbox.dsh([
+        "--base-url",
+        base.as_str(),
+        "--model",
+        "m",
+        "run",
+        "-c",
+        "--compact",
+        "--color",
+        "never",
+    ]);
+    command
+        .env("DSH_API_KEY_ENV", "")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    server.wait_arrival(1).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("dsh · cancelled"), "{stderr}");
+    assert!(!stderr.contains("context compacted"), "{stderr}");
+    let id = sessions_newest(&sandbox);
+    let log = sandbox
+        .dsh(["sessions", "show", id.as_str(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        !text(&log.stdout).contains("context/compacted"),
+        "nothing was compacted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_acp_a_cancel_during_a_compaction_ends_the_prompt_and_says_so() {
+    let server = MockModelServer::start(vec![
+        MockResponse::text_with_usage("first answer", 900, 10, 0),
+        MockResponse::text("never used").hang_before_headers(),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    let mut client = acp(&sandbox, &server, json!({"session": {"compaction": {}}}));
+    let session = client.new_session(&sandbox.work());
+    client.prompt_to_end(&session, "the first question");
+    let id = client.prompt(&session, "and then?");
+    client.until("the compaction starts", |f| {
+        f["params"]["update"]["sessionUpdate"] == "compaction_update"
+    });
+    client.notify("session/cancel", json!({"sessionId": session}));
+    let (response, before) = client.response(&id);
+    assert_eq!(response["result"]["stopReason"], "cancelled", "{response}");
+    let statuses: Vec<&Value> = before
+        .iter()
+        .filter(|f| f["params"]["update"]["sessionUpdate"] == "compaction_update")
+        .map(|f| &f["params"]["update"]["status"])
+        .collect();
+    assert_eq!(statuses, [&json!("cancelled")], "{before:?}");
+    client.finish();
+}
