@@ -33,7 +33,10 @@ fn initialize_says_exactly_what_dsh_does() {
                 "loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
                 "mcpCapabilities": {"http": false, "sse": false},
-                "sessionCapabilities": {"systemPrompt": {"mode": {"override": {}}}},
+                "sessionCapabilities": {
+                    "systemPrompt": {"mode": {"override": {}}},
+                    "list": {}, "resume": {}, "close": {}, "delete": {}
+                },
                 "auth": {}
             },
             "authMethods": [],
@@ -237,10 +240,6 @@ fn unknown_and_unadvertised_methods_are_not_found_and_authenticate_is_accepted()
     let mut acp = AcpDriver::start(&sandbox, &text_script(&sandbox), &[]);
     acp.initialize(false);
     for method in [
-        "session/list",
-        "session/resume",
-        "session/close",
-        "session/delete",
         "session/set_mode",
         "session/set_config_option",
         "logout",

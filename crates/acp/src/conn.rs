@@ -127,6 +127,14 @@ impl Conn {
             Request::Authenticate => reply.send(Ok(json!({}))),
             Request::NewSession(request) => crate::handlers::new_session(self, reply, *request),
             Request::LoadSession(request) => crate::handlers::load_session(self, reply, *request),
+            Request::ResumeSession(request) => {
+                crate::handlers::resume_session(self, reply, *request);
+            }
+            Request::ListSessions(request) => crate::handlers::list_sessions(self, reply, request),
+            Request::CloseSession(request) => crate::handlers::close_session(self, reply, request),
+            Request::DeleteSession(request) => {
+                crate::handlers::delete_session(self, reply, request);
+            }
             Request::Prompt(request) => {
                 let held = Deferred {
                     reply,

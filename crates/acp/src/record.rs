@@ -85,6 +85,9 @@ pub(crate) enum Item {
     Replay {
         events: Arc<[Arc<SessionEvent>]>,
         done: oneshot::Sender<()>,
+        /// Render without sending (`session/resume`): the live renderer still goes on from
+        /// the session's figures.
+        silent: bool,
     },
 }
 
@@ -269,8 +272,12 @@ pub(crate) async fn ordered_path(
                 // already be queued.
                 let _ = record.idle.send_replace(true);
             }
-            Item::Replay { events, done } => {
-                let replayed = replay(&record, &parts, &events).await;
+            Item::Replay {
+                events,
+                done,
+                silent,
+            } => {
+                let replayed = replay(&record, &parts, &events, silent).await;
                 live.carry_on(&replayed);
                 let _ = done.send(());
             }
@@ -325,7 +332,12 @@ fn context<'a>(
 /// The stored history through a fresh renderer, with adjacent text (and thought) chunks of
 /// a step joined, so a long session loads in proportion to its messages. Returns the
 /// renderer, whose ring the live one goes on from.
-async fn replay(record: &Record, parts: &PathParts, events: &[Arc<SessionEvent>]) -> Renderer {
+async fn replay(
+    record: &Record,
+    parts: &PathParts,
+    events: &[Arc<SessionEvent>],
+    silent: bool,
+) -> Renderer {
     const JOIN_LIMIT: usize = 1024 * 1024;
     let mut renderer = Renderer::default();
     let never = |_: &str, _: &Value| false;
@@ -348,11 +360,16 @@ async fn replay(record: &Record, parts: &PathParts, events: &[Arc<SessionEvent>]
             }
         }
         if event.kind.as_str() == EventType::STEP_END {
-            send_updates(&parts.out, &record.id, std::mem::take(&mut pending)).await;
+            let step = std::mem::take(&mut pending);
+            if !silent {
+                send_updates(&parts.out, &record.id, step).await;
+            }
         }
     }
     pending.extend(renderer.close_turn(None));
-    send_updates(&parts.out, &record.id, pending).await;
+    if !silent {
+        send_updates(&parts.out, &record.id, pending).await;
+    }
     renderer
 }
 

@@ -7,7 +7,8 @@
 
 use agent_client_protocol_schema::MethodDispatchError;
 use agent_client_protocol_schema::v1::{
-    ClientRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    ClientRequest, CloseSessionRequest, DeleteSessionRequest, ListSessionsRequest,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
 };
 use serde_json::{Value, json};
 
@@ -40,6 +41,14 @@ pub(crate) enum Request {
     LoadSession(Box<LoadSessionRequest>),
     /// `session/prompt`.
     Prompt(Box<PromptRequest>),
+    /// `session/list`.
+    ListSessions(ListSessionsRequest),
+    /// `session/resume`: `session/load` without the replay.
+    ResumeSession(Box<ResumeSessionRequest>),
+    /// `session/close`.
+    CloseSession(CloseSessionRequest),
+    /// `session/delete`.
+    DeleteSession(DeleteSessionRequest),
 }
 
 impl Request {
@@ -47,7 +56,8 @@ impl Request {
     pub(crate) fn decode(method: &str, params: &Value) -> Result<Request, RpcError> {
         match method {
             "authenticate" => return Ok(Request::Authenticate),
-            "initialize" | "session/new" | "session/load" | "session/prompt" => {}
+            "initialize" | "session/new" | "session/load" | "session/prompt" | "session/list"
+            | "session/resume" | "session/close" | "session/delete" => {}
             // Unserved before anything is decoded: "not found", whatever the params hold.
             _ => return Err(not_found(method)),
         }
@@ -92,6 +102,12 @@ impl Request {
                 Ok(Request::LoadSession(Box::new(request)))
             }
             ClientRequest::PromptRequest(request) => Ok(Request::Prompt(Box::new(request))),
+            ClientRequest::ListSessionsRequest(request) => Ok(Request::ListSessions(request)),
+            ClientRequest::ResumeSessionRequest(request) => {
+                Ok(Request::ResumeSession(Box::new(request)))
+            }
+            ClientRequest::CloseSessionRequest(request) => Ok(Request::CloseSession(request)),
+            ClientRequest::DeleteSessionRequest(request) => Ok(Request::DeleteSession(request)),
             // The names above decode only to the variants above.
             _ => Err(not_found(method)),
         }
@@ -182,11 +198,27 @@ mod tests {
             Request::decode("session/prompt", &json!({"sessionId": "s", "prompt": []})),
             Ok(Request::Prompt(_))
         ));
+        assert!(matches!(
+            Request::decode("session/list", &json!({"cwd": "/w", "cursor": "1/a"})),
+            Ok(Request::ListSessions(_))
+        ));
+        assert!(matches!(
+            Request::decode("session/resume", &json!({"sessionId": "s", "cwd": "/w"})),
+            Ok(Request::ResumeSession(_))
+        ));
+        assert!(matches!(
+            Request::decode("session/close", &json!({"sessionId": "s"})),
+            Ok(Request::CloseSession(_))
+        ));
+        assert!(matches!(
+            Request::decode("session/delete", &json!({"sessionId": "s"})),
+            Ok(Request::DeleteSession(_))
+        ));
     }
 
     #[test]
     fn unserved_and_unknown_methods_are_not_found_and_bad_params_invalid() {
-        for method in ["session/set_mode", "session/list", "no/such"] {
+        for method in ["session/set_mode", "session/fork", "no/such"] {
             let error = Request::decode(method, &json!({"sessionId": "s", "modeId": "m"}))
                 .expect_err(method);
             assert_eq!(error.code, code::METHOD_NOT_FOUND, "{method}");

@@ -162,6 +162,11 @@ impl ConnState {
         true
     }
 
+    /// Forgets one live session (`session/close`); `None` when it is not open here.
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Record>> {
+        self.0.lock().sessions.remove(id)
+    }
+
     /// Teardown begins: nothing more is installed. Returns the live records.
     pub(crate) fn close(&self) -> Vec<Arc<Record>> {
         let mut inner = self.0.lock();

@@ -113,7 +113,8 @@ impl Checker {
             ("session/new", true, _) => {
                 self.creating.insert(id);
             }
-            ("session/load", true, Some(session)) => {
+            // A resume sends no history back, but it is open like a load until answered.
+            ("session/load" | "session/resume", true, Some(session)) => {
                 self.known.insert(session.clone());
                 self.open.insert(id, (session, false));
             }

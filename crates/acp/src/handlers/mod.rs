@@ -5,6 +5,7 @@
 //! before anything is created, so a refused request changes nothing.
 
 mod prompt;
+mod sessions;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -27,7 +28,8 @@ use crate::request::ClientCaps;
 use crate::rpc::RpcError;
 
 pub(crate) use prompt::{cancel, cancel_record, cancel_request, prompt};
-pub(crate) use setup::{load_session, new_session};
+pub(crate) use sessions::{close_session, delete_session, list_sessions};
+pub(crate) use setup::{load_session, new_session, resume_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
 pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
@@ -38,7 +40,13 @@ pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
             "loadSession": true,
             "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
             "mcpCapabilities": {"http": false, "sse": false},
-            "sessionCapabilities": {"systemPrompt": {"mode": {"override": {}}}},
+            "sessionCapabilities": {
+                "systemPrompt": {"mode": {"override": {}}},
+                "list": {},
+                "resume": {},
+                "close": {},
+                "delete": {}
+            },
             "auth": {}
         },
         "authMethods": [],

@@ -4,7 +4,9 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{LoadSessionRequest, NewSessionRequest};
+use agent_client_protocol_schema::v1::{
+    LoadSessionRequest, McpServer, NewSessionRequest, ResumeSessionRequest, SystemPrompt,
+};
 use dsh_agent::{AgentError, AgentOverrides, Audience, CallerPrompt, CreateAgent, ResumeAgent};
 use dsh_session::SessionId;
 use serde_json::json;
@@ -50,7 +52,7 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionReq
 
 /// Awaits a setup so that a panic in it (in the agent factory, say) is its request's
 /// `-32603`, and a load's reservation is still released.
-async fn setup_contained<T>(
+pub(super) async fn setup_contained<T>(
     method: &str,
     setup: impl Future<Output = Result<T, RpcError>>,
 ) -> Result<T, RpcError> {
@@ -62,7 +64,7 @@ async fn setup_contained<T>(
         })
 }
 
-fn spawn_setup(conn: &Arc<Conn>, task: impl Future<Output = ()> + Send + 'static) {
+pub(super) fn spawn_setup(conn: &Arc<Conn>, task: impl Future<Output = ()> + Send + 'static) {
     let tracked = conn.setups.track_future(task);
     if conn.scope.spawn(tracked).is_err() {
         tracing::debug!("a setup after the bridge's scope closed was dropped");
@@ -130,9 +132,6 @@ fn normalise(path: &Path) -> PathBuf {
 
 /// `session/load`.
 pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionRequest) {
-    if let Some(guidance) = &conn.config.auth_required {
-        return reply.send(Err(RpcError::auth_required(guidance)));
-    }
     let LoadSessionRequest {
         cwd,
         additional_directories,
@@ -141,13 +140,73 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionR
         system_prompt,
         ..
     } = request;
+    let attach = Attach {
+        session_id: session_id.0.to_string(),
+        cwd,
+        additional_directories,
+        mcp_servers,
+        system_prompt,
+        replay: true,
+    };
+    attach_session(conn, reply, attach);
+}
+
+/// `session/resume`: as `session/load`, without sending the history back (the client keeps
+/// its own); the model's history is whole all the same.
+pub(crate) fn resume_session(conn: &Arc<Conn>, reply: Reply, request: ResumeSessionRequest) {
+    let ResumeSessionRequest {
+        cwd,
+        additional_directories,
+        mcp_servers,
+        session_id,
+        system_prompt,
+        ..
+    } = request;
+    let attach = Attach {
+        session_id: session_id.0.to_string(),
+        cwd,
+        additional_directories,
+        mcp_servers,
+        system_prompt,
+        replay: false,
+    };
+    attach_session(conn, reply, attach);
+}
+
+/// What `session/load` and `session/resume` share.
+struct Attach {
+    session_id: String,
+    cwd: PathBuf,
+    additional_directories: Vec<PathBuf>,
+    mcp_servers: Vec<McpServer>,
+    system_prompt: Option<SystemPrompt>,
+    /// Send the stored history to the client (`load`), or only take in its figures (`resume`).
+    replay: bool,
+}
+
+fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
+    if let Some(guidance) = &conn.config.auth_required {
+        return reply.send(Err(RpcError::auth_required(guidance)));
+    }
+    let Attach {
+        session_id: sent,
+        cwd,
+        additional_directories,
+        mcp_servers,
+        system_prompt,
+        replay,
+    } = attach;
+    let method = if replay {
+        "session/load"
+    } else {
+        "session/resume"
+    };
     let caller = match check_scope(&cwd, &additional_directories, false)
         .and_then(|()| caller_prompt(system_prompt))
     {
         Ok(caller) => caller,
         Err(error) => return reply.send(Err(error)),
     };
-    let sent = session_id.0.to_string();
     let Ok(parsed) = SessionId::parse(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
     };
@@ -163,7 +222,7 @@ pub(crate) fn load_session(conn: &Arc<Conn>, reply: Reply, request: LoadSessionR
     let task = async move {
         let conn = conn2;
         let outcome =
-            setup_contained("session/load", load(&conn, &parsed, &sent, &cwd, caller)).await;
+            setup_contained(method, load(&conn, &parsed, &sent, &cwd, caller, replay)).await;
         reply.answer(outcome.map(|()| json!({}))).await;
         release_backlog(&conn, &sent);
     };
@@ -184,6 +243,7 @@ async fn load(
     sent: &str,
     cwd: &Path,
     caller: Option<CallerPrompt>,
+    replay: bool,
 ) -> Result<(), RpcError> {
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
@@ -243,8 +303,12 @@ async fn load(
         }
     };
     let (done, replayed) = oneshot::channel();
-    record.push(Item::Replay { events, done });
+    record.push(Item::Replay {
+        events,
+        done,
+        silent: !replay,
+    });
     let _ = replayed.await;
-    tracing::info!(session = %sent, cwd = %cwd.display(), "session loaded");
+    tracing::info!(session = %sent, cwd = %cwd.display(), replay, "session attached");
     Ok(())
 }
