@@ -140,7 +140,10 @@ test("a cancelled prompt answers cancelled and the next prompt runs", async () =
       sessionId,
       prompt: [{ type: "text", text: "wait" }],
     });
-    while (updates.length === 0) await new Promise((r) => setImmediate(r));
+    // The session's commands come first; the prompt has started once its text streams.
+    while (!updates.some((u) => u.update.sessionUpdate === "agent_message_chunk")) {
+      await new Promise((r) => setImmediate(r));
+    }
     await ctx.notify("session/cancel", { sessionId });
     assert.equal((await pending).stopReason, "cancelled");
     const again = await ctx.request(methods.agent.session.prompt, {
@@ -279,4 +282,65 @@ test("with fs offered, an edit reads and writes through the client and shows a d
     assert.deepEqual(kinds, ["read", "edit"]);
   });
   await finish(proc);
+});
+
+test("history, resume, close, delete and slash commands", async () => {
+  const box = sandbox([
+    { match: { last_user_contains: "hello" }, stream: [{ text: "hi" }], finish: "stop" },
+    { match: { last_user_contains: "later" }, stream: [{ text: "later on" }], finish: "stop" },
+    { stream: [{ text: "## Goal\nhello" }], finish: "stop" },
+  ]);
+  mkdirSync(join(box.work, ".dsh", "commands"), { recursive: true });
+  writeFileSync(join(box.work, ".dsh", "commands", "greet.md"), "Say hello to $ARGUMENTS.\n");
+  const first = start(box, ["--permission", "allow"]);
+  const { app, updates } = peer();
+  let sessionId;
+  await app.connectWith(first.stream, async (ctx) => {
+    const init = await handshake(ctx);
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities.list, {});
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities.close, {});
+    ({ sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] }));
+    await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "hello" }],
+    });
+    const commands = updates.find((u) => u.update.sessionUpdate === "available_commands_update");
+    assert.deepEqual(
+      commands.update.availableCommands.map((c) => c.name),
+      ["compact", "init", "greet"],
+    );
+    const compacted = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "/compact" }],
+    });
+    assert.equal(compacted.stopReason, "end_turn");
+    const listed = await ctx.request(methods.agent.session.list, { cwd: box.work });
+    assert.deepEqual(listed.sessions.map((s) => s.sessionId), [sessionId]);
+    assert.ok(listed.sessions[0].updatedAt);
+    await ctx.request(methods.agent.session.close, { sessionId });
+    // Deleting a session that never existed succeeds, as the protocol asks.
+    await ctx.request(methods.agent.session.delete, { sessionId: "01a24000-0000-7000-8000-000000000000" });
+  });
+  await finish(first);
+
+  const second = start(box, ["--permission", "allow"]);
+  const other = peer();
+  await other.app.connectWith(second.stream, async (ctx) => {
+    await handshake(ctx);
+    await ctx.request(methods.agent.session.resume, { sessionId, cwd: box.work, mcpServers: [] });
+    assert.ok(
+      !other.updates.some((u) => u.update.sessionUpdate === "user_message_chunk"),
+      "a resume replays nothing",
+    );
+    const answer = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "later" }],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    await ctx.request(methods.agent.session.close, { sessionId });
+    await ctx.request(methods.agent.session.delete, { sessionId });
+    const listed = await ctx.request(methods.agent.session.list, {});
+    assert.deepEqual(listed.sessions, []);
+  });
+  await finish(second);
 });

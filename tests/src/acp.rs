@@ -78,6 +78,10 @@ pub struct AcpDriver {
     pub editor: Option<Editor>,
     /// The `usage_update`s the prompt helpers set apart, in order.
     pub usage: Vec<Value>,
+    /// Every `available_commands_update` frame, set apart by [`AcpDriver::next_frame`].
+    pub commands: Vec<Value>,
+    /// Frames [`AcpDriver::commands_of`] read past while waiting.
+    pub stray: Vec<Value>,
 }
 
 /// An editor's open buffers, as the driver plays one.
@@ -182,6 +186,8 @@ impl AcpDriver {
             asked: Vec::new(),
             editor: None,
             usage: Vec::new(),
+            commands: Vec::new(),
+            stray: Vec::new(),
         }
     }
 
@@ -223,7 +229,42 @@ impl AcpDriver {
     }
 
     /// The next stdout frame (answering permission requests by policy), or `None` at EOF.
+    /// `available_commands_update`s, which come once a session is known and at no fixed
+    /// point, are set apart in [`AcpDriver::commands`] rather than returned.
     pub fn next_frame(&mut self) -> Option<Value> {
+        loop {
+            let frame = self.next_raw_frame()?;
+            if frame["params"]["update"]["sessionUpdate"] == "available_commands_update" {
+                self.commands.push(frame);
+                continue;
+            }
+            return Some(frame);
+        }
+    }
+
+    /// Reads frames until the session's commands were announced; returns the latest list.
+    pub fn commands_of(&mut self, session: &str) -> Vec<Value> {
+        loop {
+            let found = self
+                .commands
+                .iter()
+                .rev()
+                .find(|f| f["params"]["sessionId"] == session)
+                .map(|f| f["params"]["update"]["availableCommands"].clone());
+            if let Some(Value::Array(list)) = found {
+                return list;
+            }
+            let frame = self
+                .next_raw_frame()
+                .unwrap_or_else(|| panic!("stdout closed before the commands of {session}"));
+            match frame["params"]["update"]["sessionUpdate"] == "available_commands_update" {
+                true => self.commands.push(frame),
+                false => self.stray.push(frame),
+            }
+        }
+    }
+
+    fn next_raw_frame(&mut self) -> Option<Value> {
         let line = match self.lines.recv_timeout(STEP) {
             Ok(line) => line,
             Err(mpsc::RecvTimeoutError::Disconnected) => return None,

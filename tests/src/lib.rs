@@ -107,6 +107,16 @@ impl Sandbox {
         self.in_sandbox(Command::new(binary()), args)
     }
 
+    /// `dsh --base-url <base_url> --model m run <args…>` against a keyless OpenAI-compatible
+    /// server (a test's mock model server).
+    pub fn run_against(&self, base_url: &str, args: &[&str]) -> Command {
+        let mut all = vec!["--base-url", base_url, "--model", "m", "run"];
+        all.extend_from_slice(args);
+        let mut command = self.dsh(&all);
+        command.env("DSH_API_KEY_ENV", "");
+        command
+    }
+
     /// `dsh <args>` as [`Sandbox::dsh`] starts it, in a new session of its own
     /// (`setsid`), so it has no controlling terminal even when the tests have one.
     pub fn dsh_without_terminal<I, S>(&self, args: I) -> Command

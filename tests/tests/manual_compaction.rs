@@ -12,11 +12,7 @@ use serde_json::{Value, json};
 
 /// `dsh --base-url <server> --model m run <args…>` in the sandbox; its output.
 async fn run(sandbox: &Sandbox, server: &MockModelServer, args: &[&str]) -> std::process::Output {
-    let base = server.base_url();
-    let mut all = vec!["--base-url", base.as_str(), "--model", "m", "run"];
-    all.extend_from_slice(args);
-    let mut command = sandbox.dsh(&all);
-    command.env("DSH_API_KEY_ENV", "");
+    let mut command = sandbox.run_against(&server.base_url(), args);
     tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap()
@@ -155,7 +151,7 @@ async fn compact_needs_a_stored_session_and_says_so_before_creating_one() {
     let out = run(&sandbox, &server, &["--compact"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("--compact compacts a stored session: add -c"),
+        text(&out.stderr).contains("compacting needs a stored session: add -c"),
         "{}",
         text(&out.stderr)
     );

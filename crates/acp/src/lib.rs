@@ -73,6 +73,9 @@ pub struct AcpConfig {
     pub auth_hint: Option<String>,
     /// The model's prices per million tokens: `usage_update`s then carry the session's cost.
     pub prices: Option<dsh_llm::Prices>,
+    /// The user's own slash commands (`$XDG_CONFIG_HOME/dsh/commands`), besides the
+    /// project's `.dsh/commands`.
+    pub commands_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for AcpConfig {
@@ -87,6 +90,7 @@ impl Default for AcpConfig {
             auth_required: None,
             auth_hint: None,
             prices: None,
+            commands_dir: None,
         }
     }
 }

@@ -14,6 +14,7 @@ use agent_client_protocol_schema::v1::{
     Notice, NoticeSeverity, PermissionOption, PermissionOptionKind, SessionNotification,
     SessionUpdate, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
+use dsh_agent::commands::Commands;
 use dsh_agent::record::Record as LogRecord;
 use dsh_agent::{Agent, AgentHandle, MessageId, TurnOutcome};
 use dsh_session::{EventType, SessionEvent, SessionId};
@@ -58,6 +59,8 @@ pub(crate) enum Item {
     Progress(ToolProgressRecord),
     /// A compaction started, or ended without a record (never stored).
     Compacting(CompactingRecord),
+    /// Send the session's commands (`available_commands_update`).
+    Commands,
     /// A passing state worth telling a client that shows notices (a retry).
     Notice(String),
     /// The gate asks about a call: send the request, hand back its id and answer.
@@ -98,6 +101,8 @@ pub(crate) struct Record {
     pub agent: Arc<dyn Agent>,
     pub cwd: PathBuf,
     pub caps: RenderCaps,
+    /// The slash commands of the session's directory.
+    pub commands: Commands,
     pub grants: Arc<Grants>,
     pub inflight: Mutex<Option<Inflight>>,
     /// `true` while no prompt is open; teardown waits on it. Always set with `send_replace`:
@@ -189,6 +194,10 @@ pub(crate) async fn ordered_path(
                     withdraw(&parts.outgoing, &parts.out, id);
                 }
             }
+            Item::Commands => {
+                let update = crate::render::commands_update(&record.commands);
+                send_updates(&parts.out, &record.id, vec![update]).await;
+            }
             Item::Notice(title) => {
                 let notice = Notice::new(NoticeSeverity::Warning, title);
                 send_updates(&parts.out, &record.id, vec![SessionUpdate::Notice(notice)]).await;
@@ -198,12 +207,22 @@ pub(crate) async fn ordered_path(
                 send_updates(&parts.out, &record.id, updates).await;
             }
             Item::Compacting(compacting) => {
-                // Like the events: only a compaction in the turn of the open prompt.
-                let open = record
-                    .inflight
-                    .lock()
-                    .as_ref()
-                    .is_some_and(|f| f.turn == Some(compacting.turn));
+                // Like the events: only a compaction in the turn of the open prompt. A
+                // `/compact` prompt's turn has no message: its notice binds it.
+                let open = {
+                    let mut inflight = record.inflight.lock();
+                    match inflight.as_mut() {
+                        Some(open) => {
+                            if open.turn.is_none()
+                                && compacting.request.as_ref() == Some(&open.message_id)
+                            {
+                                open.turn = Some(compacting.turn);
+                            }
+                            open.turn == Some(compacting.turn)
+                        }
+                        None => false,
+                    }
+                };
                 if !open {
                     continue;
                 }

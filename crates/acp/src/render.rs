@@ -61,6 +61,33 @@ pub(crate) struct RenderCaps {
 
 pub(crate) use compaction::compacting_updates;
 
+/// The session's slash commands as `available_commands_update`; a command whose body takes
+/// arguments says so with an input hint.
+pub(crate) fn commands_update(commands: &dsh_agent::commands::Commands) -> SessionUpdate {
+    use agent_client_protocol_schema::v1::{
+        AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, UnstructuredCommandInput,
+    };
+    use dsh_agent::commands::Action;
+    let available = commands
+        .list()
+        .iter()
+        .map(|command| {
+            let command_line =
+                AvailableCommand::new(command.name.clone(), command.description.clone());
+            match &command.action {
+                Action::Prompt {
+                    takes_arguments: true,
+                    ..
+                } => command_line.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new("arguments"),
+                )),
+                Action::Prompt { .. } | Action::Compact => command_line,
+            }
+        })
+        .collect();
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(available))
+}
+
 /// What a render call may consult.
 pub(crate) struct RenderContext<'a> {
     pub mode: RenderMode,

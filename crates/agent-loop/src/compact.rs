@@ -74,6 +74,7 @@ pub(crate) async fn compact(
     mark: &StepMark,
     token: &CancellationToken,
     trigger: CompactTrigger,
+    request: Option<dsh_agent::MessageId>,
 ) -> Outcome {
     let agent = writer.agent;
     let (history, since, through_seq) = {
@@ -97,6 +98,7 @@ pub(crate) async fn compact(
             turn: mark.turn,
             step: mark.step,
             through_seq,
+            request: request.clone(),
             trigger,
             state,
         };

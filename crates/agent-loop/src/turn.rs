@@ -62,7 +62,7 @@ pub(crate) async fn run_turn(
         writer.append(&kinds.step_start, &mark);
         // A compaction the user asked for runs before the step's model call; the step goes on
         // to the model only when messages came with it (a steer while it was queued).
-        let (mut asked_to_compact, mut said) = (false, false);
+        let (mut asked_to_compact, mut said) = (None, false);
         for pending in claim.drain(..) {
             match pending.work {
                 Work::Say(message) => {
@@ -74,7 +74,7 @@ pub(crate) async fn run_turn(
                     writer.append(&kinds.user_message, &record);
                     said = true;
                 }
-                Work::Compact(_) => asked_to_compact = true,
+                Work::Compact(id) => asked_to_compact = Some(id),
             }
             tickets.push(pending.ticket);
         }
@@ -85,9 +85,9 @@ pub(crate) async fn run_turn(
         } else {
             let span = tracing::debug_span!("step", step);
             let started = Instant::now();
-            let compacted = match asked_to_compact {
-                true => compact_on_request(&mut writer, &mark, &token, said).await,
-                false => compact_if_due(&mut writer, &mark, &token).await,
+            let compacted = match asked_to_compact.take() {
+                Some(id) => compact_on_request(&mut writer, &mark, &token, id, said).await,
+                None => compact_if_due(&mut writer, &mark, &token).await,
             };
             let end = match compacted {
                 Some(end) => end,
@@ -184,7 +184,7 @@ async fn compact_if_due(
     if !compact::due(agent) {
         return None;
     }
-    let outcome = compact::compact(writer, mark, token, CompactTrigger::Auto).await;
+    let outcome = compact::compact(writer, mark, token, CompactTrigger::Auto, None).await;
     compact::note_automatic(agent, &outcome);
     match outcome {
         compact::Outcome::Compacted => None,
@@ -203,10 +203,11 @@ async fn compact_on_request(
     writer: &mut Writer<'_>,
     mark: &StepMark,
     token: &CancellationToken,
+    id: dsh_agent::MessageId,
     said: bool,
 ) -> Option<StepEnd> {
     let agent = writer.agent;
-    match compact::compact(writer, mark, token, CompactTrigger::Manual).await {
+    match compact::compact(writer, mark, token, CompactTrigger::Manual, Some(id)).await {
         compact::Outcome::Compacted if said => None,
         compact::Outcome::Compacted => Some(StepEnd::End(TurnEndReason::Completed)),
         compact::Outcome::Cancelled => Some(StepEnd::End(agent.aborted(mark.turn))),
@@ -234,7 +235,7 @@ async fn run_step_recovering(
     let agent = writer.agent;
     tracing::info!(agent = %agent.id, "the request overflowed the context; compacting");
     let mark = StepMark { turn, step };
-    match compact::compact(writer, &mark, token, CompactTrigger::Overflow).await {
+    match compact::compact(writer, &mark, token, CompactTrigger::Overflow, None).await {
         compact::Outcome::Compacted => run_step(writer, turn, step, token).await,
         compact::Outcome::Cancelled => StepEnd::End(agent.aborted(turn)),
         compact::Outcome::Failed(why) => StepEnd::End(TurnEndReason::Error {

@@ -163,8 +163,8 @@ impl Agent for LoopAgent {
         self.deliver(Kind::Inject, message)
     }
 
-    fn compact(&self) -> Result<TurnTicket, AgentError> {
-        self.enqueue(Kind::FollowUp, Work::Compact(MessageId::mint()))
+    fn compact(&self, id: MessageId) -> Result<TurnTicket, AgentError> {
+        self.enqueue(Kind::FollowUp, Work::Compact(id))
     }
 
     fn cancel(&self, cause: CancelCause) -> bool {

@@ -4,7 +4,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
-use crate::message::UserMessage;
+use crate::message::{MessageId, UserMessage};
 use crate::options::AgentOptions;
 use crate::ticket::TurnTicket;
 use dsh_session::{CancelCause, Session, SessionId};
@@ -43,11 +43,12 @@ pub trait Agent: Send + Sync + 'static {
     /// never opens a turn by itself.
     fn inject(&self, message: UserMessage) -> Result<TurnTicket, AgentError>;
 
-    /// Queues a compaction the user asked for: like a follow-up, it opens a turn of its own,
+    /// Queues a compaction the user asked for, under the caller's `id` (its ticket's, and the
+    /// `request` of its `context/compacting` notices, by which a front end knows its turn): like a follow-up, it opens a turn of its own,
     /// in which the model (with no tools) writes a handoff summary that is recorded as
     /// `context/compacted`; the turn then ends. It is cancelled like any turn. The turn ends
     /// `error` with code `compaction` when there is nothing to compact or no summary came back.
-    fn compact(&self) -> Result<TurnTicket, AgentError>;
+    fn compact(&self, id: MessageId) -> Result<TurnTicket, AgentError>;
 
     /// Cancels what is pending and the open turn; `false` when there was nothing to cancel.
     fn cancel(&self, cause: CancelCause) -> bool;

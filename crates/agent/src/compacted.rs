@@ -90,6 +90,9 @@ pub struct CompactingRecord {
     /// The last seq the summary will stand for: with the session, it names the compaction,
     /// and its [`CompactedRecord`] carries the same.
     pub through_seq: u64,
+    /// The id the compaction was asked for under (`Agent::compact`); none when dsh started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<crate::message::MessageId>,
     /// What started it.
     pub trigger: CompactTrigger,
     /// Where it stands.

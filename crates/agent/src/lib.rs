@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+pub mod commands;
 mod compacted;
 mod context;
 mod error;

@@ -35,6 +35,7 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
         auth_required: None,
         auth_hint: Some(crate::model::auth_hint(settings)),
         prices: settings.prices.clone(),
+        commands_dir: settings.user_commands(),
     }
 }
 

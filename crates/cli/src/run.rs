@@ -10,6 +10,7 @@ use dsh_tools::safe_text::SafeText;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_agent::commands::{Commands, Invocation};
 use dsh_agent::{
     Agent, AgentHandle, AgentRegistry, CancelCause, CreateAgent, ResumeAgent, TurnOutcome,
     TurnTicket, UserMessage,
@@ -73,6 +74,19 @@ pub fn report(failure: &Failure, view: View) -> u8 {
     failure.status
 }
 
+/// What `text` asks for when it names a slash command of this directory or the user's.
+fn slash_command(settings: &Settings, text: &str) -> Option<Invocation> {
+    if !text.trim_start().starts_with('/') {
+        return None;
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let (commands, warnings) = Commands::discover(&cwd, settings.user_commands().as_deref());
+    for warning in warnings {
+        eprintln!("warning: {}", SafeText::plain(&warning));
+    }
+    commands.invoke(text)
+}
+
 /// Which session the turn goes to.
 enum Target {
     New,
@@ -111,11 +125,6 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         (None, true) => Target::Newest,
         (None, false) => Target::New,
     };
-    if args.compact && matches!(target, Target::New) {
-        return Err(Failure::usage(
-            "--compact compacts a stored session: add -c (the newest one here) or --session ID",
-        ));
-    }
     // `--compact` alone compacts and stops: stdin and the script's prompt are not read.
     let prompt = match (args.compact, args.prompt.as_deref()) {
         (true, None) => None,
@@ -124,6 +133,20 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
             chosen.script_prompt.as_deref(),
         )?),
     };
+    // A slash command: `/compact` is `--compact`; another is the prompt it expands to.
+    let (prompt, compact) = match prompt {
+        Some(text) => match slash_command(&settings, &text) {
+            Some(Invocation::Compact) => (None, true),
+            Some(Invocation::Prompt(expanded)) => (Some(expanded), args.compact),
+            None => (Some(text), args.compact),
+        },
+        None => (None, args.compact),
+    };
+    if compact && matches!(target, Target::New) {
+        return Err(Failure::usage(
+            "compacting needs a stored session: add -c (the newest one here) or --session ID",
+        ));
+    }
     // The question goes to the terminal itself: only the user's choice, NO_COLOR and a dumb
     // terminal turn its colour off.
     let colour = match args.color {
@@ -146,7 +169,7 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         settings,
         chosen,
         prompt,
-        compact: args.compact,
+        compact,
         target,
         approval,
     })
@@ -435,7 +458,7 @@ async fn turn(
     let mut outcome: Option<TurnOutcome> = None;
     let mut forced: Option<u8> = None;
     if asked.compact {
-        let ticket = match agent.compact() {
+        let ticket = match agent.compact(dsh_agent::MessageId::mint()) {
             Ok(ticket) => ticket,
             Err(e) => {
                 handle.dispose().await;

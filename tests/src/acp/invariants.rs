@@ -30,13 +30,14 @@ const STOP_REASONS: [&str; 5] = [
 
 /// The update variants dsh sends unasked; an opt-in one (`notice`, `compaction_update`) only
 /// to a client that advertised it.
-const UPDATES: [&str; 6] = [
+const UPDATES: [&str; 7] = [
     "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
     "tool_call",
     "tool_call_update",
     "usage_update",
+    "available_commands_update",
 ];
 
 #[derive(Default)]
@@ -181,12 +182,13 @@ impl Checker {
             self.known.contains(session),
             "an update names a session this connection never created or loaded: {frame}"
         );
-        assert!(
-            self.open.values().any(|(s, _)| s == session),
-            "an update while no prompt or load of its session is open: {frame}"
-        );
         let update = &frame["params"]["update"];
         let kind = update["sessionUpdate"].as_str().unwrap_or("");
+        // The session's commands come once the client knows the session, prompt or not.
+        assert!(
+            kind == "available_commands_update" || self.open.values().any(|(s, _)| s == session),
+            "an update while no prompt or load of its session is open: {frame}"
+        );
         let opted_in =
             (kind == "notice" && self.notices) || (kind == "compaction_update" && self.compaction);
         assert!(

@@ -147,12 +147,18 @@ pub(super) fn install(
     parts: Parts,
 ) -> Result<Arc<Record>, dsh_agent::AgentHandle> {
     let agent = handle.agent().clone();
+    let (commands, warnings) =
+        dsh_agent::commands::Commands::discover(&cwd, conn.config.commands_dir.as_deref());
+    for warning in warnings {
+        tracing::warn!(session = %agent.id(), "{warning}");
+    }
     let record = Arc::new(Record {
         id: agent.id().clone(),
         handle: handle.clone(),
         agent,
         cwd,
         caps,
+        commands,
         grants: parts.grants,
         inflight: Mutex::new(None),
         idle: watch::channel(true).0,

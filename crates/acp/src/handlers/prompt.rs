@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{ContentBlock, PromptRequest};
-use dsh_agent::{AgentError, CancelCause, UserMessage};
+use dsh_agent::commands::Invocation;
+use dsh_agent::{AgentError, CancelCause, MessageId, UserMessage};
 use serde_json::{Value, json};
 
 use crate::conn::Conn;
@@ -50,6 +51,12 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
     Ok(parts.join("\n"))
 }
 
+/// What a prompt asks of the agent.
+enum Work {
+    Say(UserMessage),
+    Compact(MessageId),
+}
+
 /// `session/prompt`: synchronous up to `Agent::send`, so a cancel in the same write
 /// always finds the prompt it cancels.
 pub(crate) fn prompt(
@@ -72,8 +79,16 @@ pub(crate) fn prompt(
         Ok(text) => text,
         Err(error) => return reply.send(Err(error)),
     };
-    let message = UserMessage::user(text);
-    let message_id = message.id.clone();
+    // A slash command: `/compact` is a compaction turn; another is the prompt it expands to.
+    let work = match record.commands.invoke(&text) {
+        Some(Invocation::Compact) => Work::Compact(MessageId::mint()),
+        Some(Invocation::Prompt(expanded)) => Work::Say(UserMessage::user(expanded)),
+        None => Work::Say(UserMessage::user(text)),
+    };
+    let message_id = match &work {
+        Work::Say(message) => message.id.clone(),
+        Work::Compact(id) => id.clone(),
+    };
     {
         let mut inflight = record.inflight.lock();
         if inflight.is_some() {
@@ -105,7 +120,10 @@ pub(crate) fn prompt(
     // events to listeners synchronously and may wake a driver whose events this record's
     // ordered path renders under the in-flight lock. Its panic is this prompt's failure, not
     // a session left busy forever.
-    let taken = match dsh_kernel::contain::catch(|| record.agent.send(message)) {
+    let taken = match dsh_kernel::contain::catch(|| match work {
+        Work::Say(message) => record.agent.send(message),
+        Work::Compact(id) => record.agent.compact(id),
+    }) {
         Ok(sent) => sent.map_err(|e| RpcError::new(send_error_code(&e), e.to_string())),
         Err(panic) => {
             tracing::error!(session = %sent, %panic, "the agent panicked taking a prompt");

@@ -43,9 +43,13 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionReq
     let task = async move {
         let conn = conn2;
         let outcome = setup_contained("session/new", create(&conn, cwd, caller)).await;
+        let created = outcome.as_ref().ok().cloned();
         reply
             .answer(outcome.map(|session| json!({ "sessionId": session })))
             .await;
+        if let Some(session) = created {
+            announce_commands(&conn, &session);
+        }
     };
     spawn_setup(conn, task);
 }
@@ -223,10 +227,21 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
         let conn = conn2;
         let outcome =
             setup_contained(method, load(&conn, &parsed, &sent, &cwd, caller, replay)).await;
+        let attached = outcome.is_ok();
         reply.answer(outcome.map(|()| json!({}))).await;
+        if attached {
+            announce_commands(&conn, &sent);
+        }
         release_backlog(&conn, &sent);
     };
     spawn_setup(conn, task);
+}
+
+/// Tells the client the session's commands, once it knows the session: after the answer.
+fn announce_commands(conn: &Arc<Conn>, session: &str) {
+    if let Some(record) = conn.state.record(session) {
+        record.push(Item::Commands);
+    }
 }
 
 /// Serves, in order, the prompts that waited for a load, then lifts the reservation.

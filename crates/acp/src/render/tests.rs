@@ -513,6 +513,7 @@ fn a_live_compaction_is_shown_only_to_a_client_that_advertised_it() {
         turn: 2,
         step: 1,
         through_seq: 41,
+        request: None,
         trigger: CompactTrigger::Manual,
         state,
     };

@@ -119,8 +119,8 @@ impl Agent for Spy {
     fn inject(&self, message: UserMessage) -> Result<TurnTicket, AgentError> {
         self.inner.inject(message)
     }
-    fn compact(&self) -> Result<TurnTicket, AgentError> {
-        self.inner.compact()
+    fn compact(&self, id: dsh_agent::MessageId) -> Result<TurnTicket, AgentError> {
+        self.inner.compact(id)
     }
     fn cancel(&self, cause: CancelCause) -> bool {
         let _ = self.cancels.send(self.inner.id().clone());

@@ -355,7 +355,10 @@ async fn a_compaction_asked_for_is_a_turn_of_its_own_and_the_next_prompt_starts_
     .await;
     let (watcher, _) = watch_compactings(&h);
     let before = agent.session().events().len();
-    assert_eq!(agent.compact().unwrap().await, completed(2));
+    assert_eq!(
+        agent.compact(dsh_agent::MessageId::mint()).unwrap().await,
+        completed(2)
+    );
     assert_eq!(h.model.calls(), 3, "one call: the summary");
     assert!(h.model.request(2).tools.is_empty());
     let turn: Vec<String> = kinds(&agent.session().events()[before..]);
@@ -402,7 +405,7 @@ async fn a_compaction_with_nothing_to_compact_ends_its_turn_saying_so() {
     let h = Harness::new(ScriptedModel::new(vec![say("answer"), say("Goal: x.")])).await;
     let handle = h.agent_with(small_window()).await;
     let agent = handle.agent().clone();
-    let ended = agent.compact().unwrap().await;
+    let ended = agent.compact(dsh_agent::MessageId::mint()).unwrap().await;
     let dsh_agent::TurnOutcome::Ended {
         reason: dsh_agent::TurnEndReason::Error { failure },
         ..
@@ -420,8 +423,11 @@ async fn a_compaction_with_nothing_to_compact_ends_its_turn_saying_so() {
 
     // Once compacted, compacting again with nothing new says so too.
     assert_eq!(agent.send(user("go")).unwrap().await, completed(2));
-    assert_eq!(agent.compact().unwrap().await, completed(3));
-    let again = agent.compact().unwrap().await;
+    assert_eq!(
+        agent.compact(dsh_agent::MessageId::mint()).unwrap().await,
+        completed(3)
+    );
+    let again = agent.compact(dsh_agent::MessageId::mint()).unwrap().await;
     assert!(
         matches!(&again, dsh_agent::TurnOutcome::Ended {
             reason: dsh_agent::TurnEndReason::Error { failure }, ..
@@ -446,7 +452,7 @@ async fn a_compaction_is_cancelled_like_a_turn_and_changes_nothing() {
     )
     .await;
     let (watcher, mut seen) = watch_compactings(&h);
-    let ticket = agent.compact().unwrap();
+    let ticket = agent.compact(dsh_agent::MessageId::mint()).unwrap();
     gate.entered().await;
     seen.recv().await.unwrap();
     assert!(agent.cancel(dsh_agent::CancelCause::User));

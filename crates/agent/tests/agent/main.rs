@@ -75,7 +75,7 @@ impl Agent for Still {
     fn inject(&self, m: UserMessage) -> Result<dsh_agent::TurnTicket, AgentError> {
         self.send(m)
     }
-    fn compact(&self) -> Result<dsh_agent::TurnTicket, AgentError> {
+    fn compact(&self, _: dsh_agent::MessageId) -> Result<dsh_agent::TurnTicket, AgentError> {
         self.send(UserMessage::user("compact"))
     }
     fn cancel(&self, _: CancelCause) -> bool {

@@ -167,6 +167,11 @@ impl Settings {
         file::config_dir().map(|dir| dir.join("AGENTS.md"))
     }
 
+    /// The user's own slash commands, `$XDG_CONFIG_HOME/dsh/commands/`.
+    pub fn user_commands(&self) -> Option<PathBuf> {
+        file::config_dir().map(|dir| dir.join("commands"))
+    }
+
     /// `<data_dir>/sessions`.
     pub fn sessions_dir(&self) -> PathBuf {
         self.data_dir.value.join("sessions")
