@@ -31,7 +31,7 @@ fn initialize_says_exactly_what_dsh_does() {
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": true,
-                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": false, "sse": false},
                 "sessionCapabilities": {
                     "systemPrompt": {"mode": {"override": {}}},

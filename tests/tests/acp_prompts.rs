@@ -247,8 +247,8 @@ fn prompts_are_validated_before_the_model_is_called() {
             Some("audio"),
         ),
         (
-            json!([{"type": "resource", "resource": {"uri": "file:///x", "text": "x"}}]),
-            Some("resource"),
+            json!([{"type": "resource", "resource": {"uri": "file:///x.png", "blob": "AA=="}}]),
+            Some("binary resource"),
         ),
     ];
     for (prompt, unsupported) in refused {
@@ -516,4 +516,46 @@ fn without_progress(updates: &[Value]) -> Vec<Value> {
         .filter(|u| !(u["sessionUpdate"] == "tool_call_update" && u["status"].is_null()))
         .cloned()
         .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mentioned_file_reaches_the_model_as_a_fenced_block_and_the_log_keeps_its_uri() {
+    use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
+    let server = MockModelServer::start(vec![MockResponse::text("it defines a")]).await;
+    let base = server.base_url();
+    let (uri, log) = tokio::task::spawn_blocking(move || {
+        let sandbox = Sandbox::new();
+        let mut acp = AcpDriver::serving(&sandbox, &base, &["--permission", "allow"]);
+        acp.initialize(false);
+        let session = acp.new_session(&sandbox.work());
+        let uri = format!("file://{}/a.rs", sandbox.work().display());
+        // As Zed sends an @-mention: the text, then the file as an embedded resource.
+        let id = acp.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+                {"type": "text", "text": "what does this do?"},
+                {"type": "resource", "resource": {"uri": uri, "mimeType": "text/x-rust",
+                    "text": "fn a() {}\n"}}
+            ]}),
+        );
+        let (response, _) = acp.response(&id);
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+        acp.finish();
+        let log = std::fs::read_to_string(sandbox.logs().pop().unwrap()).unwrap();
+        (uri, log)
+    })
+    .await
+    .unwrap();
+    let request = server.requests()[0].json();
+    let sent = dsh_e2e::first_user_text(&request);
+    assert_eq!(
+        sent,
+        format!("what does this do?\n{uri}\n```\nfn a() {{}}\n```")
+    );
+    let recorded: serde_json::Value = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "user/message")
+        .unwrap();
+    assert_eq!(recorded["data"]["message"]["resources"], json!([uri]));
 }

@@ -25,6 +25,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod conn;
+mod content;
 mod envelope;
 mod files;
 mod handlers;

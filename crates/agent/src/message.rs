@@ -67,6 +67,10 @@ pub struct UserMessage {
     pub text: String,
     /// Who sent it.
     pub source: MessageSource,
+    /// The resources the text embeds (an editor's @-mentioned files), by URI: what the user
+    /// pointed at, kept apart from the text that quotes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
 }
 
 impl UserMessage {
@@ -76,6 +80,7 @@ impl UserMessage {
             id: MessageId::mint(),
             text: text.into(),
             source: MessageSource::User,
+            resources: Vec::new(),
         }
     }
 
@@ -85,6 +90,7 @@ impl UserMessage {
             id: MessageId::mint(),
             text: text.into(),
             source: MessageSource::Plugin { name: name.into() },
+            resources: Vec::new(),
         }
     }
 }

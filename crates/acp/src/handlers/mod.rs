@@ -38,7 +38,7 @@ pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
         "protocolVersion": 1,
         "agentCapabilities": {
             "loadSession": true,
-            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
             "mcpCapabilities": {"http": false, "sse": false},
             "sessionCapabilities": {
                 "systemPrompt": {"mode": {"override": {}}},

@@ -2,54 +2,16 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{ContentBlock, PromptRequest};
+use agent_client_protocol_schema::v1::PromptRequest;
 use dsh_agent::commands::Invocation;
 use dsh_agent::{AgentError, CancelCause, MessageId, UserMessage};
 use serde_json::{Value, json};
 
 use crate::conn::Conn;
+use crate::content::{PromptContent, prompt_content};
 use crate::record::{Inflight, Item, Record};
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
-
-/// The prompt's text: text blocks verbatim, resource links as one line each.
-fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
-    let mut parts = Vec::with_capacity(blocks.len());
-    let mut substance = false;
-    for block in blocks {
-        match block {
-            ContentBlock::Text(text) => {
-                substance |= !text.text.trim().is_empty();
-                parts.push(text.text.clone());
-            }
-            ContentBlock::ResourceLink(link) => {
-                substance = true;
-                let mut line = format!("[resource link: {} {}]", link.name, link.uri);
-                if let Some(mime) = &link.mime_type {
-                    line.push_str(&format!(" ({mime})"));
-                }
-                parts.push(line);
-            }
-            other => {
-                let kind = match other {
-                    ContentBlock::Image(_) => "image",
-                    ContentBlock::Audio(_) => "audio",
-                    ContentBlock::Resource(_) => "resource",
-                    _ => "unknown",
-                };
-                return Err(RpcError::new(
-                    code::INVALID_PARAMS,
-                    format!("{kind} content is not supported"),
-                )
-                .with_data(json!({ "unsupported": kind })));
-            }
-        }
-    }
-    if !substance {
-        return Err(RpcError::new(code::INVALID_PARAMS, "prompt is empty"));
-    }
-    Ok(parts.join("\n"))
-}
 
 /// What a prompt asks of the agent.
 enum Work {
@@ -75,15 +37,19 @@ pub(crate) fn prompt(
     let Some(record) = conn.state.record(sent) else {
         return reply.send(Err(RpcError::session_not_found(sent)));
     };
-    let text = match prompt_text(&prompt) {
-        Ok(text) => text,
+    let PromptContent { text, resources } = match prompt_content(&prompt) {
+        Ok(content) => content,
         Err(error) => return reply.send(Err(error)),
+    };
+    let said = |text: String| UserMessage {
+        resources: resources.clone(),
+        ..UserMessage::user(text)
     };
     // A slash command: `/compact` is a compaction turn; another is the prompt it expands to.
     let work = match record.commands.invoke(&text) {
         Some(Invocation::Compact) => Work::Compact(MessageId::mint()),
-        Some(Invocation::Prompt(expanded)) => Work::Say(UserMessage::user(expanded)),
-        None => Work::Say(UserMessage::user(text)),
+        Some(Invocation::Prompt(expanded)) => Work::Say(said(expanded)),
+        None => Work::Say(said(text)),
     };
     let message_id = match &work {
         Work::Say(message) => message.id.clone(),

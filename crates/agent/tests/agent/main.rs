@@ -125,6 +125,7 @@ fn messages_serialize_with_their_source() {
         source: MessageSource::Plugin {
             name: "bash".into(),
         },
+        resources: Vec::new(),
     };
     let json = serde_json::to_value(&m).unwrap();
     assert_eq!(
