@@ -117,9 +117,15 @@ impl Agent {
             .unwrap_or(0)
     }
 
-    fn close(mut self) {
+    fn close(self) {
+        drop(self.close_keeping());
+    }
+
+    /// Ends dsh and hands back its directory, which outlives it.
+    fn close_keeping(mut self) -> tempfile::TempDir {
         drop(self.stdin);
         let _ = self.child.wait();
+        self._dir
     }
 }
 
@@ -255,4 +261,93 @@ fn main() {
         agent.status("VmHWM:")
     );
     agent.close();
+
+    list_many();
+}
+
+/// `session/list` over 10,000 stored sessions: one session stored by a prompt, copied under
+/// fresh ids, then the first page and the whole list a page at a time, in a new process.
+fn list_many() {
+    let (mut agent, _) = Agent::start(json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
+    agent.initialize();
+    let session = agent.session();
+    let id = agent.request("session/prompt", prompt(&session, "hi"));
+    agent.response(id);
+    let kept = agent.close_keeping();
+    let dir = kept.path().to_path_buf();
+    let data = dir.join("data/sessions");
+    let project = std::fs::read_dir(&data)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let log = project.join(format!("{session}.jsonl"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(header).unwrap();
+    for i in 0..9_999u64 {
+        let id = format!("01a24000-0000-7000-8000-{i:012}");
+        header["id"] = json!(id);
+        std::fs::write(
+            project.join(format!("{id}.jsonl")),
+            format!("{header}\n{rest}"),
+        )
+        .unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
+        .args(["--data-dir"])
+        .arg(dir.join("data"))
+        .args(["--replay", "demo", "acp"])
+        .current_dir(&dir)
+        .env("DSH_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut call = |id: i64, method: &str, params: Value| -> Value {
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{frame}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if line["id"] == id {
+                return line;
+            }
+        }
+    };
+    call(1, "initialize", json!({"protocolVersion": 1}));
+    let firsts: Vec<Duration> = (0..30)
+        .map(|i| {
+            let started = Instant::now();
+            let page = call(10 + i, "session/list", json!({"cwd": dir}));
+            assert_eq!(page["result"]["sessions"].as_array().unwrap().len(), 50);
+            started.elapsed()
+        })
+        .collect();
+    println!(
+        "session/list of 10,000 stored sessions, first page: {}",
+        percentiles(firsts)
+    );
+    let started = Instant::now();
+    let (mut cursor, mut listed, mut next) = (Value::Null, 0, 100);
+    loop {
+        let page = call(next, "session/list", json!({"cwd": dir, "cursor": cursor}));
+        next += 1;
+        listed += page["result"]["sessions"].as_array().unwrap().len();
+        cursor = page["result"]["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    println!(
+        "session/list of 10,000 stored sessions, every page ({listed} sessions): {:?}",
+        started.elapsed()
+    );
+    drop(stdin);
+    let _ = child.wait();
+    drop(kept);
 }

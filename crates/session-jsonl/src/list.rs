@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -146,10 +146,12 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
 fn summary(path: &Path) -> Result<SessionSummary, String> {
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("cannot stat: {e}"))?;
+    // The header line only: a listing reads thousands of logs, and a log's first event (the
+    // system text) is often tens of KiB that reading to the 64 KiB bound would cost each time.
     let mut head = Vec::new();
-    BufReader::new(&file)
+    BufReader::with_capacity(1024, &file)
         .take(64 * 1024)
-        .read_to_end(&mut head)
+        .read_until(b'\n', &mut head)
         .map_err(|e| format!("cannot read: {e}"))?;
     let line = head
         .split(|b| *b == b'\n')
