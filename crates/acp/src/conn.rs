@@ -45,6 +45,8 @@ pub(crate) struct Conn {
     pub setups: TaskTracker,
     /// Fires when teardown begins.
     pub closing: CancellationToken,
+    /// The last `session/list` read, which the pages after its first reuse.
+    pub listed: crate::handlers::ListCache,
 }
 
 /// One frame of a read, decoded.

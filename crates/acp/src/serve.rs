@@ -125,6 +125,7 @@ impl AcpBridge {
             outgoing: Arc::new(OutgoingTable::default()),
             setups: TaskTracker::new(),
             closing: CancellationToken::new(),
+            listed: crate::handlers::ListCache::default(),
         });
         if let Err(e) = conn.services.store.subscribe(
             &scope,

@@ -28,7 +28,7 @@ use crate::request::ClientCaps;
 use crate::rpc::RpcError;
 
 pub(crate) use prompt::{cancel, cancel_record, cancel_request, prompt};
-pub(crate) use sessions::{close_session, delete_session, list_sessions};
+pub(crate) use sessions::{ListCache, close_session, delete_session, list_sessions};
 pub(crate) use setup::{load_session, new_session, resume_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.

@@ -8,6 +8,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use agent_client_protocol_schema::v1::{
     CloseSessionRequest, DeleteSessionRequest, ListSessionsRequest, ListSessionsResponse,
@@ -23,6 +26,39 @@ use crate::rpc::{RpcError, code};
 
 /// Sessions in one page of `session/list`.
 pub(crate) const PAGE: usize = 50;
+
+/// How long the pages after a first one are served from its listing: reading every header
+/// again per page would cost a client that scrolls through 10,000 sessions minutes.
+const LISTING_REUSED_FOR: Duration = Duration::from_secs(60);
+
+/// One listing: its cwd filter, when it was read, and the sessions.
+struct Listed {
+    cwd: Option<String>,
+    read: Instant,
+    sessions: Arc<Vec<SessionSummary>>,
+}
+
+/// The last listing of a connection.
+#[derive(Default)]
+pub(crate) struct ListCache(Mutex<Option<Listed>>);
+
+impl ListCache {
+    /// The cached sessions for `cwd`, when read recently enough.
+    fn get(&self, cwd: &Option<String>) -> Option<Arc<Vec<SessionSummary>>> {
+        let cached = self.0.lock();
+        let listed = cached.as_ref()?;
+        (&listed.cwd == cwd && listed.read.elapsed() < LISTING_REUSED_FOR)
+            .then(|| listed.sessions.clone())
+    }
+
+    fn put(&self, cwd: Option<String>, sessions: Arc<Vec<SessionSummary>>) {
+        *self.0.lock() = Some(Listed {
+            cwd,
+            read: Instant::now(),
+            sessions,
+        });
+    }
+}
 
 /// `session/list`: the stored sessions (of `cwd`, when given), newest first.
 pub(crate) fn list_sessions(conn: &Arc<Conn>, reply: Reply, request: ListSessionsRequest) {
@@ -51,13 +87,23 @@ pub(crate) fn list_sessions(conn: &Arc<Conn>, reply: Reply, request: ListSession
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
         let listed = setup_contained("session/list", async {
-            let listing = conn2
-                .services
-                .persistence
-                .list(&query)
-                .await
-                .map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))?;
-            Ok(page(listing.sessions, after.as_ref()))
+            // A first page reads the store afresh; the pages after it reuse that listing.
+            let cached = after.as_ref().and_then(|_| conn2.listed.get(&query.cwd));
+            let sessions = match cached {
+                Some(sessions) => sessions,
+                None => {
+                    let listing = conn2
+                        .services
+                        .persistence
+                        .list(&query)
+                        .await
+                        .map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))?;
+                    let sessions = Arc::new(listing.sessions);
+                    conn2.listed.put(query.cwd.clone(), sessions.clone());
+                    sessions
+                }
+            };
+            Ok(page(&sessions, after.as_ref()))
         })
         .await;
         reply
@@ -67,7 +113,7 @@ pub(crate) fn list_sessions(conn: &Arc<Conn>, reply: Reply, request: ListSession
 }
 
 /// One page of `sessions` (already newest first), after `after`.
-fn page(sessions: Vec<SessionSummary>, after: Option<&Cursor>) -> ListSessionsResponse {
+fn page(sessions: &[SessionSummary], after: Option<&Cursor>) -> ListSessionsResponse {
     let start = after.map_or(0, |cursor| {
         sessions
             .iter()
@@ -234,16 +280,16 @@ mod tests {
             .enumerate()
             .map(|(i, id)| summary(id, 1_000_000 - (i as i64 / 2)))
             .collect();
-        let first = page(sessions.clone(), None);
+        let first = page(&sessions, None);
         assert_eq!(first.sessions.len(), PAGE);
         let cursor = Cursor::parse(first.next_cursor.as_deref().unwrap()).unwrap();
         // A session written meanwhile goes to the top and shifts nothing after the cursor.
         let mut later = vec![summary("01a24000-0000-7000-8000-999999999999", 2_000_000)];
         later.extend(sessions.clone());
-        let second = page(later.clone(), Some(&cursor));
+        let second = page(&later, Some(&cursor));
         assert_eq!(second.sessions[0].session_id.0.as_ref(), ids[PAGE]);
         let third = page(
-            later,
+            &later,
             Some(&Cursor::parse(second.next_cursor.as_deref().unwrap()).unwrap()),
         );
         assert_eq!(third.sessions.len(), 5);
