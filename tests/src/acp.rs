@@ -80,8 +80,9 @@ pub struct AcpDriver {
     pub usage: Vec<Value>,
     /// Every `available_commands_update` frame, set apart by [`AcpDriver::next_frame`].
     pub commands: Vec<Value>,
-    /// Frames [`AcpDriver::commands_of`] read past while waiting.
-    pub stray: Vec<Value>,
+    /// Frames [`AcpDriver::commands_of`] read past while waiting; [`AcpDriver::next_frame`]
+    /// returns them first, so nothing a later helper waits for is lost.
+    stray: std::collections::VecDeque<Value>,
 }
 
 /// An editor's open buffers, as the driver plays one.
@@ -187,7 +188,7 @@ impl AcpDriver {
             editor: None,
             usage: Vec::new(),
             commands: Vec::new(),
-            stray: Vec::new(),
+            stray: std::collections::VecDeque::new(),
         }
     }
 
@@ -232,6 +233,9 @@ impl AcpDriver {
     /// `available_commands_update`s, which come once a session is known and at no fixed
     /// point, are set apart in [`AcpDriver::commands`] rather than returned.
     pub fn next_frame(&mut self) -> Option<Value> {
+        if let Some(frame) = self.stray.pop_front() {
+            return Some(frame);
+        }
         loop {
             let frame = self.next_raw_frame()?;
             if frame["params"]["update"]["sessionUpdate"] == "available_commands_update" {
@@ -259,7 +263,7 @@ impl AcpDriver {
                 .unwrap_or_else(|| panic!("stdout closed before the commands of {session}"));
             match frame["params"]["update"]["sessionUpdate"] == "available_commands_update" {
                 true => self.commands.push(frame),
-                false => self.stray.push(frame),
+                false => self.stray.push_back(frame),
             }
         }
     }

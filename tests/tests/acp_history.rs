@@ -114,6 +114,9 @@ fn the_list_is_newest_first_a_page_at_a_time_and_filtered_by_directory() {
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
     let relative = list(&mut acp, json!({"cwd": "work"}));
     assert_eq!(relative["error"]["code"], -32602, "{relative}");
+    // A filter no session can have is refused, not taken for "every directory".
+    let nul = list(&mut acp, json!({"cwd": "/work\u{0}x"}));
+    assert_eq!(nul["error"]["code"], -32602, "{nul}");
     acp.finish();
 }
 

@@ -1,7 +1,8 @@
 //! Seam role: definition (layer 3) — agents: the [`Agent`] trait and its verbs, [`TurnTicket`]s,
 //! the memoised [`AgentHandle`] teardown, creation requests, the [`AgentRegistry`] service, the
-//! [`ContextBuilder`] service that says what the model is told, and the durable [`record`]s a
-//! turn writes.
+//! [`ContextBuilder`] service that says what the model is told, the durable [`record`]s a
+//! turn writes, and the slash [`commands`] both front ends expand alike (here because a
+//! consumer may depend only on definitions).
 //!
 //! An agent is a live object bound to exactly one live session; its id *is* the session id,
 //! and that id is also the owner token of whatever its tools start. Consumers (the ACP bridge,

@@ -75,15 +75,20 @@ pub(crate) fn list_sessions(conn: &Arc<Conn>, reply: Reply, request: ListSession
         Some(Some(cursor)) => Some(cursor),
         Some(None) => return reply.send(Err(RpcError::bad_field("cursor", "unknown cursor"))),
     };
-    let query = ListQuery {
-        cwd: request
-            .cwd
-            .as_deref()
-            .map(|cwd| dsh_session::normalize_cwd(&cwd.display().to_string()))
-            .transpose()
-            .ok()
-            .flatten(),
+    // A filter that cannot be a session's directory is an error, never "no filter".
+    let cwd = match request
+        .cwd
+        .as_deref()
+        .map(|cwd| dsh_session::normalize_cwd(&cwd.display().to_string()))
+        .transpose()
+    {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            let message = format!("cwd cannot be a session's directory ({e})");
+            return reply.send(Err(RpcError::bad_field("cwd", message)));
+        }
     };
+    let query = ListQuery { cwd };
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
         let listed = setup_contained("session/list", async {
