@@ -182,14 +182,17 @@ test("a load in a second process replays every update before its result", async 
     });
     assert.ok(result !== undefined);
     const kinds = updates.map((u) => u.update.sessionUpdate);
-    // The usage of the model call comes back too: the editor's context ring is restored.
+    // The usage of the model call comes back too: the editor's context ring is restored;
+    // and the title the first prompt gave the session, right after that prompt.
     assert.deepEqual(kinds, [
       "user_message_chunk",
+      "session_info_update",
       "agent_thought_chunk",
       "agent_message_chunk",
       "usage_update",
     ]);
-    const usage = updates[3].update;
+    assert.equal(updates[1].update.title, "hello");
+    const usage = updates[4].update;
     assert.ok(usage.used > 0 && usage.size > 0, JSON.stringify(usage));
     assert.equal(updates[0].update.content.text, "hello");
     assert.ok(updates.every((u) => u.sessionId === sessionId));
@@ -343,4 +346,76 @@ test("history, resume, close, delete and slash commands", async () => {
     assert.deepEqual(listed.sessions, []);
   });
   await finish(second);
+});
+
+test("titles, pickers and plans", async () => {
+  const box = sandbox([
+    {
+      stream: [
+        {
+          tool_call: {
+            name: "todo",
+            arguments: {
+              todos: [
+                { content: "look", status: "completed" },
+                { content: "write", status: "in_progress" },
+              ],
+            },
+          },
+        },
+      ],
+    },
+    {
+      stream: [{ tool_call: { name: "write", arguments: { path: "made.txt", content: "x\n" } } }],
+    },
+    { stream: [{ tool_call: { name: "bash", arguments: { command: "echo ran" } } }] },
+    { stream: [{ text: "done" }], finish: "stop" },
+  ]);
+  const proc = start(box);
+  const { app, updates, asked } = peer();
+  await app.connectWith(proc.stream, async (ctx) => {
+    // This client's stable schema has no `plan_update`, so it does not advertise `plan`:
+    // dsh must send it `plan` updates only.
+    await handshake(ctx);
+    const created = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const { sessionId } = created;
+    const ids = created.configOptions.map((o) => o.id);
+    assert.deepEqual(ids, ["model", "thought_level", "mode"]);
+    assert.equal(created.configOptions[0].category, "model");
+    assert.equal(created.modes.currentModeId, "ask");
+    const changed = await ctx.request(methods.agent.session.setConfigOption, {
+      sessionId,
+      configId: "mode",
+      value: "accept-edits",
+    });
+    assert.equal(changed.configOptions.find((o) => o.id === "mode").currentValue, "accept-edits");
+    await assert.rejects(
+      ctx.request(methods.agent.session.setMode, { sessionId, modeId: "nope" }),
+      (err) => err instanceof RequestError && err.code === -32602,
+    );
+    const answer = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "Plan the work\nthen do it" }],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    // accept-edits: the edit ran unasked, the command asked.
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0].toolCall.title, "echo ran");
+    const kinds = updates.map((u) => u.update.sessionUpdate);
+    assert.ok(kinds.includes("current_mode_update"), kinds.join());
+    const title = updates.find((u) => u.update.sessionUpdate === "session_info_update");
+    assert.equal(title.update.title, "Plan the work");
+    const plan = updates.find((u) => u.update.sessionUpdate === "plan");
+    assert.deepEqual(
+      plan.update.entries.map((e) => [e.content, e.status]),
+      [
+        ["look", "completed"],
+        ["write", "in_progress"],
+      ],
+    );
+    assert.ok(!kinds.includes("plan_update"), kinds.join());
+    const listed = await ctx.request(methods.agent.session.list, { cwd: box.work });
+    assert.equal(listed.sessions[0].title, "Plan the work");
+  });
+  await finish(proc);
 });

@@ -80,6 +80,8 @@ pub struct AcpDriver {
     pub usage: Vec<Value>,
     /// Every `available_commands_update` frame, set apart by [`AcpDriver::next_frame`].
     pub commands: Vec<Value>,
+    /// Every `session_info_update` frame (a session's title), set apart likewise.
+    pub titles: Vec<Value>,
     /// Frames [`AcpDriver::commands_of`] read past while waiting; [`AcpDriver::next_frame`]
     /// returns them first, so nothing a later helper waits for is lost.
     stray: std::collections::VecDeque<Value>,
@@ -188,6 +190,7 @@ impl AcpDriver {
             editor: None,
             usage: Vec::new(),
             commands: Vec::new(),
+            titles: Vec::new(),
             stray: std::collections::VecDeque::new(),
         }
     }
@@ -231,19 +234,29 @@ impl AcpDriver {
 
     /// The next stdout frame (answering permission requests by policy), or `None` at EOF.
     /// `available_commands_update`s, which come once a session is known and at no fixed
-    /// point, are set apart in [`AcpDriver::commands`] rather than returned.
+    /// point, are set apart in [`AcpDriver::commands`] rather than returned; likewise the
+    /// `session_info_update`s in [`AcpDriver::titles`].
     pub fn next_frame(&mut self) -> Option<Value> {
         if let Some(frame) = self.stray.pop_front() {
             return Some(frame);
         }
         loop {
             let frame = self.next_raw_frame()?;
-            if frame["params"]["update"]["sessionUpdate"] == "available_commands_update" {
-                self.commands.push(frame);
-                continue;
+            match frame["params"]["update"]["sessionUpdate"].as_str() {
+                Some("available_commands_update") => self.commands.push(frame),
+                Some("session_info_update") => self.titles.push(frame),
+                _ => return Some(frame),
             }
-            return Some(frame);
         }
+    }
+
+    /// The titles the session was given so far, in order.
+    pub fn titles_of(&self, session: &str) -> Vec<String> {
+        self.titles
+            .iter()
+            .filter(|f| f["params"]["sessionId"] == session)
+            .filter_map(|f| f["params"]["update"]["title"].as_str().map(str::to_owned))
+            .collect()
     }
 
     /// Reads frames until the session's commands were announced; returns the latest list.
@@ -261,9 +274,10 @@ impl AcpDriver {
             let frame = self
                 .next_raw_frame()
                 .unwrap_or_else(|| panic!("stdout closed before the commands of {session}"));
-            match frame["params"]["update"]["sessionUpdate"] == "available_commands_update" {
-                true => self.commands.push(frame),
-                false => self.stray.push_back(frame),
+            match frame["params"]["update"]["sessionUpdate"].as_str() {
+                Some("available_commands_update") => self.commands.push(frame),
+                Some("session_info_update") => self.titles.push(frame),
+                _ => self.stray.push_back(frame),
             }
         }
     }

@@ -178,7 +178,9 @@ impl Sandbox {
                 .flatten()
                 .flatten()
             {
-                if file.path().extension().is_some_and(|e| e == "jsonl") {
+                // Hidden files beside the logs (the listing index) are not logs.
+                let hidden = file.file_name().to_string_lossy().starts_with('.');
+                if !hidden && file.path().extension().is_some_and(|e| e == "jsonl") {
                     found.push(file.path());
                 }
             }

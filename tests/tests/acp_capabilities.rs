@@ -88,7 +88,7 @@ fn a_zed_shaped_client_gets_terminal_cards_and_no_request_but_permission_questio
         json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": mcp_server()}),
     );
     let (loaded, before) = again.response(&id);
-    assert_eq!(loaded["result"], json!({}), "{loaded}");
+    assert!(loaded["result"]["configOptions"].is_array(), "{loaded}");
     let replayed: Vec<Value> = before
         .iter()
         .map(|f| f["params"]["update"].clone())

@@ -239,14 +239,7 @@ fn unknown_and_unadvertised_methods_are_not_found_and_authenticate_is_accepted()
     let sandbox = Sandbox::new();
     let mut acp = AcpDriver::start(&sandbox, &text_script(&sandbox), &[]);
     acp.initialize(false);
-    for method in [
-        "session/set_mode",
-        "session/set_config_option",
-        "logout",
-        "_zed/extension",
-        "$/cancel_request",
-        "no/such",
-    ] {
+    for method in ["logout", "_zed/extension", "$/cancel_request", "no/such"] {
         let id = acp.request(method, json!({}));
         let (code, data) = error_of(&mut acp, &id);
         assert_eq!(code, -32601, "{method}");

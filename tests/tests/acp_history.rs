@@ -132,7 +132,7 @@ fn a_resumed_session_sends_nothing_back_and_the_model_still_has_its_history() {
         json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
     );
     let (response, before) = acp.response(&id);
-    assert_eq!(response["result"], json!({}), "{response}");
+    assert!(response["result"]["configOptions"].is_array(), "{response}");
     assert!(
         before.iter().all(|f| f["method"] != "session/update"),
         "nothing is replayed: {before:?}"
@@ -175,7 +175,7 @@ fn a_closed_session_is_gone_from_the_connection_and_stays_in_the_list() {
         json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
     );
     let (response, before) = acp.response(&id);
-    assert_eq!(response["result"], json!({}), "{response}");
+    assert!(response["result"]["configOptions"].is_array(), "{response}");
     assert!(
         before
             .iter()
@@ -227,4 +227,52 @@ fn a_session_open_anywhere_is_not_deleted_and_a_closed_one_is() {
     assert_eq!(listed["result"]["sessions"], json!([]));
     assert_eq!(delete(&mut other)["result"], json!({}));
     other.finish();
+}
+
+#[test]
+fn the_first_prompt_titles_the_session_in_the_editor_and_in_the_list() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox);
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let long = format!("hello {}\nsecond line", "x".repeat(100));
+    acp.prompt_to_end(&session, &long);
+    acp.prompt_to_end(&session, "later");
+    let title = format!("hello {}…", "x".repeat(73));
+    assert_eq!(
+        acp.titles_of(&session),
+        std::slice::from_ref(&title),
+        "once, when first known"
+    );
+    assert_eq!(title.chars().count(), 80);
+    let listed = list(&mut acp, json!({"cwd": sandbox.work()}));
+    let sessions = listed["result"]["sessions"].as_array().unwrap();
+    assert_eq!(sessions[0]["title"], json!(title), "{listed}");
+    acp.finish();
+
+    // A session `dsh run` wrote is listed with its title too.
+    let out = sandbox
+        .dsh(["run", "--replay", &script, "hello from the terminal"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let mut again = AcpDriver::allowing(&sandbox, &script);
+    again.initialize(false);
+    let listed = list(&mut again, json!({}));
+    let titles: Vec<&str> = listed["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["hello from the terminal", title.as_str()]);
+    // A load gives the title back with the prompt that made it.
+    let id = again.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
+    );
+    again.response(&id);
+    assert_eq!(again.titles_of(&session), [title]);
+    again.finish();
 }

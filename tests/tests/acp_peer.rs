@@ -44,5 +44,5 @@ fn the_official_typescript_client_completes_every_scenario() {
         "node --test failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("# pass 8"), "{stdout}");
+    assert!(stdout.contains("# pass 9"), "{stdout}");
 }

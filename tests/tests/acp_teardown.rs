@@ -67,7 +67,7 @@ async fn closing_stdin_mid_command_ends_the_command_and_the_log_reloads_closed()
         json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
     );
     let (response, before) = again.response(&id);
-    assert_eq!(response["result"], json!({}));
+    assert!(response["result"]["configOptions"].is_array(), "{response}");
     assert!(
         before
             .iter()

@@ -184,22 +184,22 @@ async fn a_summary_the_server_refuses_fails_the_compaction_and_skips_the_prompt(
     assert_eq!(server.requests().len(), 2, "the prompt was not sent");
 }
 
-/// A `dsh acp` with a 1,024-token window against `server`, whose client advertised `caps`.
+/// A `dsh acp` with a 4,096-token window against `server`, whose client advertised `caps`.
 fn acp(sandbox: &Sandbox, server: &MockModelServer, caps: Value) -> AcpDriver {
     let mut driver = AcpDriver::serving_with(
         sandbox,
         &server.base_url(),
         &["--permission", "allow"],
-        &[("DSH_CONTEXT_WINDOW", "1024")],
+        &[("DSH_CONTEXT_WINDOW", "4096")],
     );
     driver.initialize_with(caps);
     driver
 }
 
-/// A prompt that fills a 1,024-token window, then one that compacts first.
+/// A prompt that fills a 4,096-token window, then one that compacts first.
 async fn compacting_server() -> MockModelServer {
     MockModelServer::start(vec![
-        MockResponse::text_with_usage("first answer", 900, 10, 0),
+        MockResponse::text_with_usage("first answer", 3_600, 10, 0),
         MockResponse::text(SUMMARY),
         MockResponse::text("second answer"),
     ])
@@ -239,8 +239,8 @@ async fn over_acp_a_client_that_advertised_compaction_sees_it_start_and_finish()
         .iter()
         .map(|u| u["used"].as_u64().unwrap())
         .collect();
-    assert_eq!(used[0], 910);
-    assert!(used[1] < 910, "{used:?}");
+    assert_eq!(used[0], 3_610);
+    assert!(used[1] < 3_610, "{used:?}");
     client.finish();
 }
 
@@ -370,7 +370,7 @@ async fn ctrl_c_during_compact_cancels_it_and_the_session_is_unchanged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_acp_a_cancel_during_a_compaction_ends_the_prompt_and_says_so() {
     let server = MockModelServer::start(vec![
-        MockResponse::text_with_usage("first answer", 900, 10, 0),
+        MockResponse::text_with_usage("first answer", 3_600, 10, 0),
         MockResponse::text("never used").hang_before_headers(),
     ])
     .await;

@@ -24,27 +24,23 @@ fn without_a_key_the_missing_key_guidance_is_given() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_s_models_are_listed_one_per_line_or_as_json() {
-    let list = r#"{"object":"list","data":[{"id":"qwen3"},{"id":"llama4"}]}"#;
-    let server = MockModelServer::start(vec![
-        MockResponse::status(200)
-            .header("content-type", "application/json")
-            .body(list),
-        MockResponse::status(200)
-            .header("content-type", "application/json")
-            .body(list),
-        MockResponse::status(500).body("boom"),
-    ])
-    .await;
+    let server = MockModelServer::start(Vec::new()).await;
+    server.serve_models(&["qwen3", "llama4"]);
     let base = format!("{}/v1", server.base_url());
     let sandbox = Sandbox::new();
-    let mut commands = [
-        sandbox.dsh(["models", "--base-url", &base]),
-        sandbox.dsh(["models", "--json", "--base-url", &base]),
-        sandbox.dsh(["models", "--base-url", &base]),
-    ];
     let mut outs = Vec::new();
-    for command in &mut commands {
-        let mut command = std::mem::replace(command, std::process::Command::new("true"));
+    for (i, args) in [
+        vec!["models", "--base-url", &base],
+        vec!["models", "--json", "--base-url", &base],
+        vec!["models", "--base-url", &base],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if i == 2 {
+            server.serve_models_with(MockResponse::status(500).body("boom"));
+        }
+        let mut command = sandbox.dsh(args);
         outs.push(
             tokio::task::spawn_blocking(move || command.output().unwrap())
                 .await
@@ -59,6 +55,7 @@ async fn the_server_s_models_are_listed_one_per_line_or_as_json() {
         "{}",
         text(&outs[2].stderr)
     );
+    assert_eq!(server.model_listings().len(), 3);
     assert!(!sandbox.data().exists(), "listing models creates nothing");
     server.verify();
 }

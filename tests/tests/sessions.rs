@@ -172,3 +172,68 @@ fn list_names_each_session_by_title_turns_and_model_and_hides_unanswered_ones() 
     assert_eq!(rows[1]["turns"], 1);
     assert_eq!(rows[1]["model"], "replay:demo");
 }
+
+#[test]
+fn rename_titles_a_stored_session_everywhere_it_is_listed() {
+    let sandbox = Sandbox::new();
+    let id = demo(&sandbox);
+    let out = sandbox
+        .dsh(["sessions", "rename", &id[..12], "Tidy the parser\nignored"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("renamed {id}: Tidy the parser\n")
+    );
+    let json = text(
+        &sandbox
+            .dsh(["sessions", "list", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let line: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(line["title"], "Tidy the parser", "{json}");
+    // The rename is a durable event of the log: it shows, and the session still resumes.
+    let events = text(
+        &sandbox
+            .dsh(["sessions", "show", &id, "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let titles: Vec<serde_json::Value> = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "session/title")
+        .collect();
+    assert_eq!(
+        titles.len(),
+        2,
+        "the first prompt's, then the rename: {events}"
+    );
+    assert_eq!(titles[0]["data"]["title"], "look around");
+    assert_eq!(titles[1]["data"]["source"], "rename");
+    let plain = sandbox.script(
+        "plain",
+        serde_json::json!([{"stream": [{"text": "ok"}], "finish": "stop"}]),
+    );
+    let again = sandbox
+        .dsh(["run", "--replay", &plain, "-c", "and again"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    let listing = text(&sandbox.dsh(["sessions", "list"]).output().unwrap().stdout);
+    assert!(
+        listing.contains("Tidy the parser"),
+        "a later prompt renames nothing: {listing}"
+    );
+
+    let empty = sandbox
+        .dsh(["sessions", "rename", &id, " \n "])
+        .output()
+        .unwrap();
+    assert_eq!(empty.status.code(), Some(2), "{}", text(&empty.stderr));
+    assert!(text(&empty.stderr).contains("the title holds no text"));
+}

@@ -199,6 +199,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-fs-local", "provider", None),
         ("dsh-tool-bash", "consumer", None),
         ("dsh-tool-fs", "consumer", None),
+        ("dsh-tool-todo", "consumer", None),
         ("dsh-acp", "consumer", None),
         ("dsh", "root", None),
         ("dsh-test-support", "support", None),

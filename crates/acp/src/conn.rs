@@ -47,6 +47,8 @@ pub(crate) struct Conn {
     pub closing: CancellationToken,
     /// The last `session/list` read, which the pages after its first reuse.
     pub listed: crate::handlers::ListCache,
+    /// The server's model list, asked for once (the model picker's values).
+    pub models: tokio::sync::OnceCell<Vec<String>>,
 }
 
 /// One frame of a read, decoded.
@@ -133,6 +135,10 @@ impl Conn {
                 crate::handlers::resume_session(self, reply, *request);
             }
             Request::ListSessions(request) => crate::handlers::list_sessions(self, reply, request),
+            Request::SetConfigOption(request) => {
+                crate::handlers::set_config_option(self, reply, request)
+            }
+            Request::SetMode(request) => crate::handlers::set_mode(self, reply, request),
             Request::CloseSession(request) => crate::handlers::close_session(self, reply, request),
             Request::DeleteSession(request) => {
                 crate::handlers::delete_session(self, reply, request);

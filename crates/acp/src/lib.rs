@@ -29,6 +29,7 @@ mod content;
 mod envelope;
 mod files;
 mod handlers;
+mod options;
 mod outgoing;
 mod permission;
 mod record;

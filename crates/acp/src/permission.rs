@@ -20,7 +20,8 @@ use crate::transport::FrameSender;
 
 /// One session's gate.
 pub(crate) struct SessionGate {
-    pub mode: PermissionMode,
+    /// The mode in force, which the session's mode option changes.
+    pub mode: crate::record::ModeCell,
     pub queue: mpsc::UnboundedSender<Item>,
     pub grants: Arc<Grants>,
     pub outgoing: Arc<OutgoingTable>,
@@ -50,7 +51,7 @@ const FAILED_CLOSED: &str = "the editor gave no usable answer, so it was refused
 #[async_trait]
 impl ApprovalGate for SessionGate {
     fn mode(&self) -> PermissionMode {
-        self.mode
+        *self.mode.lock()
     }
 
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {

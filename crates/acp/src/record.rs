@@ -61,6 +61,8 @@ pub(crate) enum Item {
     Compacting(CompactingRecord),
     /// Send the session's commands (`available_commands_update`).
     Commands,
+    /// An update the bridge made itself (an option the client did not choose changed).
+    Update(Box<SessionUpdate>),
     /// A passing state worth telling a client that shows notices (a retry).
     Notice(String),
     /// The gate asks about a call: send the request, hand back its id and answer.
@@ -94,6 +96,9 @@ pub(crate) enum Item {
     },
 }
 
+/// A session's permission mode, shared by its gate and the option that changes it.
+pub(crate) type ModeCell = Arc<Mutex<PermissionMode>>;
+
 /// One live session on the connection.
 pub(crate) struct Record {
     pub id: SessionId,
@@ -104,6 +109,8 @@ pub(crate) struct Record {
     /// The slash commands of the session's directory.
     pub commands: Commands,
     pub grants: Arc<Grants>,
+    /// The permission mode its gate applies.
+    pub mode: ModeCell,
     pub inflight: Mutex<Option<Inflight>>,
     /// `true` while no prompt is open; teardown waits on it. Always set with `send_replace`:
     /// `send` changes nothing while no receiver exists, which is most of the time.
@@ -123,7 +130,6 @@ pub(crate) struct PathParts {
     pub out: FrameSender,
     pub tools: Arc<dyn ToolRegistry>,
     pub outgoing: Arc<OutgoingTable>,
-    pub mode: PermissionMode,
     /// Follows the error of a turn the model server refused as unauthorised.
     pub auth_hint: Option<Arc<str>>,
     /// The model's prices, for the session's cost in usage updates.
@@ -198,6 +204,7 @@ pub(crate) async fn ordered_path(
                 let update = crate::render::commands_update(&record.commands);
                 send_updates(&parts.out, &record.id, vec![update]).await;
             }
+            Item::Update(update) => send_updates(&parts.out, &record.id, vec![*update]).await,
             Item::Notice(title) => {
                 let notice = Notice::new(NoticeSeverity::Warning, title);
                 send_updates(&parts.out, &record.id, vec![SessionUpdate::Notice(notice)]).await;
@@ -307,6 +314,10 @@ pub(crate) async fn ordered_path(
 /// Whether an event belongs to the open prompt's turn; binds the prompt to its turn when
 /// its `user/message` goes by.
 fn bound(record: &Record, event: &LogRecord) -> bool {
+    // A title is the session's, not a turn's: the editor's history wants it however it came.
+    if let LogRecord::Title(_) = event {
+        return true;
+    }
     let mut inflight = record.inflight.lock();
     let Some(open) = inflight.as_mut() else {
         return false;
@@ -328,7 +339,7 @@ fn asks(parts: &PathParts, record: &Record, tool: &str, args: &Value) -> bool {
     parts
         .tools
         .get(tool)
-        .is_some_and(|t| parts.mode.asks(t.effect(args, &roots)))
+        .is_some_and(|t| record.mode.lock().asks(t.effect(args, &roots)))
         && !record.grants.always.lock().contains(tool)
 }
 

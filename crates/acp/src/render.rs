@@ -18,11 +18,15 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, SessionUpdate, Terminal, ToolCall, ToolCallContent,
-    ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Diff, Plan as AcpPlan, PlanEntry as AcpPlanEntry,
+    PlanEntryPriority, PlanEntryStatus, PlanUpdate, PlanUpdateContent, SessionInfoUpdate,
+    SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallId, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use dsh_agent::MessageSource;
-use dsh_agent::record::{Chunk, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord};
+use dsh_agent::record::{
+    Chunk, PlanRecord, PlanStatus, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord,
+};
 use dsh_session::SessionEvent;
 use dsh_tools::{ToolCallView, ToolRegistry, ToolResultView};
 use serde_json::{Value, json};
@@ -57,9 +61,42 @@ pub(crate) struct RenderCaps {
     pub terminal_card: bool,
     /// `compaction_update`s (`session.compaction`).
     pub compaction: bool,
+    /// `plan_update`s besides `plan` (`plan`).
+    pub plan: bool,
 }
 
 pub(crate) use compaction::compacting_updates;
+
+/// The id of the one plan a session has, in `plan_update`s.
+const PLAN_ID: &str = "todo";
+
+/// A plan record as the updates a client with `caps` takes.
+fn plan_updates(plan: &PlanRecord, caps: &RenderCaps) -> Vec<SessionUpdate> {
+    let entries: Vec<AcpPlanEntry> = plan
+        .entries
+        .iter()
+        .map(|entry| {
+            let status = match entry.status {
+                PlanStatus::Pending => PlanEntryStatus::Pending,
+                PlanStatus::InProgress => PlanEntryStatus::InProgress,
+                PlanStatus::Completed => PlanEntryStatus::Completed,
+            };
+            AcpPlanEntry::new(
+                SafeText::plain(&entry.content),
+                PlanEntryPriority::Medium,
+                status,
+            )
+        })
+        .collect();
+    let mut out = Vec::new();
+    if caps.plan {
+        out.push(SessionUpdate::PlanUpdate(PlanUpdate::new(
+            PlanUpdateContent::items(PLAN_ID, entries.clone()),
+        )));
+    }
+    out.push(SessionUpdate::Plan(AcpPlan::new(entries)));
+    out
+}
 
 /// The session's slash commands as `available_commands_update`; a command whose body takes
 /// arguments says so with an input hint.
@@ -246,6 +283,23 @@ impl Renderer {
                     cx.prices,
                 ));
             }
+            // The editor's history names the session from here on (a replay too).
+            // In a replay it follows the prompt that gave it, which may be held.
+            Record::Title(title) => {
+                let update = SessionUpdate::SessionInfoUpdate(
+                    SessionInfoUpdate::new().title(SafeText::plain(&title.title)),
+                );
+                match self.held.last().map(|(step, _)| *step) {
+                    Some(step) => self.held.push((step, update)),
+                    None => out.push(update),
+                }
+            }
+            // The plan: always as `plan`, which every client takes, and as `plan_update` to a
+            // client that said it takes those.
+            Record::Plan(plan) => out.extend(plan_updates(&plan, &cx.caps)),
+            // A settings change reaches the client through the option set of the request
+            // that made it (the record layer answers with it).
+            Record::ConfigChanged(_) => {}
             Record::TurnStart(_)
             | Record::StepStart(_)
             | Record::Instructions(_)

@@ -9,6 +9,7 @@ use agent_client_protocol_schema::MethodDispatchError;
 use agent_client_protocol_schema::v1::{
     ClientRequest, CloseSessionRequest, DeleteSessionRequest, ListSessionsRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use serde_json::{Value, json};
 
@@ -26,6 +27,8 @@ pub(crate) struct ClientCaps {
     pub files: bool,
     /// Compaction updates (`session.compaction`).
     pub compaction: bool,
+    /// `plan_update`s (`plan`).
+    pub plan: bool,
 }
 
 /// A request dsh serves, with its decoded params.
@@ -49,6 +52,10 @@ pub(crate) enum Request {
     CloseSession(CloseSessionRequest),
     /// `session/delete`.
     DeleteSession(DeleteSessionRequest),
+    /// `session/set_config_option`.
+    SetConfigOption(SetSessionConfigOptionRequest),
+    /// `session/set_mode`: the mode option under ACP's older name.
+    SetMode(SetSessionModeRequest),
 }
 
 impl Request {
@@ -56,8 +63,16 @@ impl Request {
     pub(crate) fn decode(method: &str, params: &Value) -> Result<Request, RpcError> {
         match method {
             "authenticate" => return Ok(Request::Authenticate),
-            "initialize" | "session/new" | "session/load" | "session/prompt" | "session/list"
-            | "session/resume" | "session/close" | "session/delete" => {}
+            "initialize"
+            | "session/new"
+            | "session/load"
+            | "session/prompt"
+            | "session/list"
+            | "session/resume"
+            | "session/close"
+            | "session/delete"
+            | "session/set_config_option"
+            | "session/set_mode" => {}
             // Unserved before anything is decoded: "not found", whatever the params hold.
             _ => return Err(not_found(method)),
         }
@@ -95,6 +110,9 @@ impl Request {
                     compaction: params
                         .pointer("/clientCapabilities/session/compaction")
                         .is_some_and(Value::is_object),
+                    plan: params
+                        .pointer("/clientCapabilities/plan")
+                        .is_some_and(Value::is_object),
                 }))
             }
             ClientRequest::NewSessionRequest(request) => Ok(Request::NewSession(Box::new(request))),
@@ -108,6 +126,10 @@ impl Request {
             }
             ClientRequest::CloseSessionRequest(request) => Ok(Request::CloseSession(request)),
             ClientRequest::DeleteSessionRequest(request) => Ok(Request::DeleteSession(request)),
+            ClientRequest::SetSessionConfigOptionRequest(request) => {
+                Ok(Request::SetConfigOption(request))
+            }
+            ClientRequest::SetSessionModeRequest(request) => Ok(Request::SetMode(request)),
             // The names above decode only to the variants above.
             _ => Err(not_found(method)),
         }
@@ -167,7 +189,8 @@ mod tests {
                 terminal_output: true,
                 notices: false,
                 files: false,
-                compaction: false
+                compaction: false,
+                plan: false
             }))
         ));
         assert!(matches!(
@@ -176,7 +199,8 @@ mod tests {
                 terminal_output: false,
                 notices: false,
                 files: false,
-                compaction: false
+                compaction: false,
+                plan: false
             }))
         ));
         assert!(matches!(
@@ -218,7 +242,7 @@ mod tests {
 
     #[test]
     fn unserved_and_unknown_methods_are_not_found_and_bad_params_invalid() {
-        for method in ["session/set_mode", "session/fork", "no/such"] {
+        for method in ["session/fork", "no/such"] {
             let error = Request::decode(method, &json!({"sessionId": "s", "modeId": "m"}))
                 .expect_err(method);
             assert_eq!(error.code, code::METHOD_NOT_FOUND, "{method}");

@@ -126,6 +126,7 @@ impl AcpBridge {
             setups: TaskTracker::new(),
             closing: CancellationToken::new(),
             listed: crate::handlers::ListCache::default(),
+            models: tokio::sync::OnceCell::new(),
         });
         if let Err(e) = conn.services.store.subscribe(
             &scope,

@@ -73,6 +73,10 @@ impl ConnState {
         self.0.lock().caps.compaction
     }
 
+    pub(crate) fn plan(&self) -> bool {
+        self.0.lock().caps.plan
+    }
+
     pub(crate) fn terminal_output(&self) -> bool {
         self.0.lock().caps.terminal_output
     }

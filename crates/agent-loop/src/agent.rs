@@ -12,9 +12,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
-use dsh_agent::{AgentEvent, AgentOptions, AgentStatus, CancelCause, TurnEndReason, TurnOutcome};
+use dsh_agent::{
+    AgentEvent, AgentOptions, AgentStatus, CancelCause, ConfigKey, SessionConfig, TurnEndReason,
+    TurnOutcome,
+};
 use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Scope};
+use dsh_llm::Model;
 use dsh_session::{Session, SessionId, SessionStore};
 use dsh_tools::{ApprovalGate, Roots};
 use parking_lot::Mutex;
@@ -46,6 +50,11 @@ pub(crate) struct LoopAgent {
     /// The context (tokens) when an automatic compaction last failed: the next is tried only
     /// once the context grew past it by a twentieth of the window, not at every step.
     pub(crate) compaction_failed_at: Mutex<Option<u64>>,
+    /// Whether the session has a title (or a prompt of a dsh that wrote none): the first
+    /// prompt of a session without one names it.
+    pub(crate) titled: AtomicBool,
+    /// The settings the log recorded: the model and reasoning level of the next request.
+    pub(crate) config: Mutex<SessionConfig>,
     /// The system message of every request, settled before the first turn of this agent's
     /// life (`None` inside: there is none).
     pub(crate) system: OnceLock<Option<Arc<str>>>,
@@ -63,6 +72,31 @@ impl LoopAgent {
         Roots::new(
             PathBuf::from(self.session.header().cwd.clone()),
             self.additional_dirs.clone(),
+        )
+    }
+
+    /// The value `key` has when the log recorded none: what the agent was configured with.
+    pub(crate) fn configured(&self, key: ConfigKey) -> Option<String> {
+        match key {
+            ConfigKey::Model => self
+                .scope
+                .get::<dyn Model>()
+                .map(|model| model.info().model.clone()),
+            ConfigKey::ThoughtLevel => self.options.reasoning.map(|l| l.as_str().to_owned()),
+            ConfigKey::Mode => self
+                .approval
+                .as_ref()
+                .map(|gate| gate.mode().as_str().to_owned()),
+        }
+    }
+
+    /// The model and reasoning level of the next request: the log's choice, else the
+    /// configured one.
+    pub(crate) fn request_params(&self) -> (Option<String>, Option<dsh_llm::ReasoningEffort>) {
+        let config = self.config.lock();
+        (
+            config.model.clone(),
+            config.thought_level.or(self.options.reasoning),
         )
     }
 
@@ -104,6 +138,8 @@ pub(crate) struct AgentParts {
     pub(crate) additional_dirs: Vec<PathBuf>,
     pub(crate) shared: Arc<Loop>,
     pub(crate) next_turn: u32,
+    pub(crate) titled: bool,
+    pub(crate) config: SessionConfig,
 }
 
 impl LoopAgent {
@@ -130,6 +166,8 @@ impl LoopAgent {
             }),
             history: Mutex::new(Projection::default()),
             compaction_failed_at: Mutex::new(None),
+            titled: AtomicBool::new(parts.titled),
+            config: Mutex::new(parts.config),
             system: OnceLock::new(),
             quiet: watch::Sender::new((0, true)),
             outbox: Mutex::new(VecDeque::new()),

@@ -160,13 +160,15 @@ async fn summarise_and_record(
         }
         Some(_) | None => messages.push(Message::User { content: ask }),
     }
+    let (model_choice, reasoning) = agent.request_params();
     let request = ModelRequest {
         messages,
         tools: Vec::new(),
         params: ModelParams {
             max_tokens: None,
             temperature: None,
-            reasoning: agent.options.reasoning,
+            reasoning,
+            model: model_choice,
         },
         session_id: Some(agent.id.as_str().to_owned()),
     };

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use async_trait::async_trait;
 use dsh_agent::{
     Agent, AgentError, AgentEvent, AgentFactory, AgentHandle, AgentOptions, CancelCause,
-    CreateAgent, ResumeAgent,
+    CreateAgent, ResumeAgent, SessionConfig,
 };
 use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Scope, Teardown};
@@ -229,7 +229,7 @@ async fn transact(
         Origin::New { id, .. } => id.clone(),
         Origin::Resume(id) => Some(id.clone()),
     };
-    let (spec, next_turn) = match origin {
+    let (spec, next_turn, titled, config) = match origin {
         Origin::New { id, cwd } => {
             let mut spec = SessionSpec::new(cwd);
             if let Some(id) = id {
@@ -245,7 +245,7 @@ async fn transact(
                 }
                 spec = spec.with_id(id);
             }
-            (spec, 1)
+            (spec, 1, false, SessionConfig::default())
         }
         Origin::Resume(id) => {
             let persistence = persistence.ok_or(AgentError::PersistenceUnavailable)?;
@@ -258,7 +258,9 @@ async fn transact(
                 return Err(AgentError::InvalidLog { id, reason });
             }
             let next = stored::last_turn(&loaded.events).saturating_add(1);
-            (SessionSpec::restore(loaded), next)
+            let titled = stored::titled(&loaded.events);
+            let config = SessionConfig::replay(loaded.events.iter().map(|e| &**e));
+            (SessionSpec::restore(loaded), next, titled, config)
         }
     };
     if creation.cancel.is_cancelled() {
@@ -326,6 +328,8 @@ async fn transact(
         additional_dirs: plan.additional_dirs,
         shared: shared.clone(),
         next_turn,
+        titled,
+        config,
     });
     let Some(settled) = publish(shared, &agent, teardown, claim.take()) else {
         detach(shared, &session).await;

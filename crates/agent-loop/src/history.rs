@@ -139,6 +139,9 @@ impl Projection {
             | Record::StepStart(_)
             | Record::StepEnd(_)
             | Record::AssistantChunk(_)
+            | Record::Title(_)
+            | Record::ConfigChanged(_)
+            | Record::Plan(_)
             | Record::Other => {}
         }
     }

@@ -16,6 +16,9 @@ pub(crate) struct Kinds {
     pub(crate) compacted: EventType,
     pub(crate) compacting: EventType,
     pub(crate) progress: EventType,
+    pub(crate) title: EventType,
+    pub(crate) config: EventType,
+    pub(crate) plan: EventType,
 }
 
 impl Kinds {
@@ -34,6 +37,9 @@ impl Kinds {
             compacted: EventType::new(dsh_agent::record::CONTEXT_COMPACTED)?,
             compacting: EventType::new(dsh_agent::record::CONTEXT_COMPACTING)?,
             progress: EventType::new(dsh_agent::record::TOOL_PROGRESS)?,
+            title: EventType::new(dsh_session::SESSION_TITLE)?,
+            config: EventType::new(dsh_agent::CONFIG_CHANGED)?,
+            plan: EventType::new(dsh_agent::record::PLAN_UPDATED)?,
         })
     }
 }

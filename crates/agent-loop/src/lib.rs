@@ -84,14 +84,18 @@ impl Plugin for AgentLoopPlugin {
         let store = scope.require::<SessionStore>()?;
         let runtime = tokio::runtime::Handle::try_current()?;
         let kinds = kinds::Kinds::new()?;
-        // A dsh that predates the record skips it: it loads the log and sends no system text.
-        store
-            .vocabulary()
-            .register(&kinds.instructions, EventClass::Ignorable)?;
-        // Likewise for a compaction: an older dsh sends the whole history instead.
-        store
-            .vocabulary()
-            .register(&kinds.compacted, EventClass::Ignorable)?;
+        // The kinds this milestone added are ignorable: a dsh that predates one loads the log
+        // and does without it — no system text, the whole history instead of a summary, an
+        // untitled session, its configured settings, the todo tool's result alone.
+        for kind in [
+            &kinds.instructions,
+            &kinds.compacted,
+            &kinds.title,
+            &kinds.config,
+            &kinds.plan,
+        ] {
+            store.vocabulary().register(kind, EventClass::Ignorable)?;
+        }
         let shared = Arc::new(shared::Loop {
             config: self.config.clone(),
             kinds,

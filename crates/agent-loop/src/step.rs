@@ -89,7 +89,12 @@ pub(crate) async fn run_step(
     let request = build_request(agent, &tools);
     let sent = crate::usage::request_bytes(&request);
     let mut answer = Answer::default();
-    let model_name = model.info().model.clone();
+    // The session's choice of model, when it made one, is what answered.
+    let model_name = request
+        .params
+        .model
+        .clone()
+        .unwrap_or_else(|| model.info().model.clone());
     let span =
         tracing::debug_span!("model_call", model = %model_name, messages = request.messages.len());
     let started = Instant::now();
@@ -206,6 +211,7 @@ impl Answer {
 const PRUNE_AT_LEAST: u64 = 20_000;
 
 fn build_request(agent: &LoopAgent, tools: &ToolSet) -> ModelRequest {
+    let (model, reasoning) = agent.request_params();
     let mut messages = Vec::new();
     if let Some(Some(system)) = agent.system.get() {
         messages.push(Message::System {
@@ -239,7 +245,8 @@ fn build_request(agent: &LoopAgent, tools: &ToolSet) -> ModelRequest {
         params: ModelParams {
             max_tokens: agent.options.max_output_tokens.map(|n| n.get()),
             temperature: agent.options.temperature,
-            reasoning: agent.options.reasoning,
+            reasoning,
+            model,
         },
         session_id: Some(agent.id.as_str().to_owned()),
     }

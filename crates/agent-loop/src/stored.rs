@@ -38,6 +38,15 @@ pub(crate) fn last_turn(events: &[Arc<SessionEvent>]) -> u32 {
         .map_or(0, |t| t.turn)
 }
 
+/// Whether the log names its session: a title, or a prompt (a log of a dsh that wrote no
+/// titles is named by its first prompt, read by the listing, and is not renamed by a later one).
+pub(crate) fn titled(events: &[Arc<SessionEvent>]) -> bool {
+    events.iter().any(|e| {
+        let kind = e.kind.as_str();
+        kind == dsh_session::SESSION_TITLE || kind == EventType::USER_MESSAGE
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use dsh_test_support::stored::log;

@@ -5,11 +5,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use dsh_agent::record::PlanRecord;
 use dsh_kernel::{CancellationToken, TaskHandle};
 use dsh_llm::ToolCall;
 use dsh_session::{Failure, MAX_EVENT_BYTES, ToolCallRecord, ToolResultRecord, failure_code};
 use dsh_tools::{
-    ApprovalDecision, ApprovalRequest, Tool, ToolContext, ToolError, ToolOutput, ToolSet, codes,
+    ApprovalDecision, ApprovalRequest, Plan, Tool, ToolContext, ToolError, ToolOutput, ToolSet,
+    codes,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -446,7 +448,20 @@ impl Phase<'_, '_> {
                 call_seq: slot.call_seq,
             };
             let kinds = &self.writer.agent.shared.kinds;
+            // A plan the call handed over becomes the session's, right after its result.
+            let plan = (!record.is_error)
+                .then(|| Plan::of(record.meta.as_ref()))
+                .flatten()
+                .map(|plan| PlanRecord {
+                    turn: record.turn,
+                    step: record.step,
+                    call_id: record.call_id.clone(),
+                    entries: plan.entries,
+                });
             self.writer.append(&kinds.tool_result, &record);
+            if let Some(plan) = plan {
+                self.writer.append(&kinds.plan, &plan);
+            }
             self.appended += 1;
         }
     }

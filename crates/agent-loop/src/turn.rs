@@ -2,12 +2,13 @@
 //! `turn/end` and every `step/start` one `step/end`, on every path; the only exception is a
 //! session that refuses appends because it was detached, which gets nothing more.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use dsh_agent::record::{CompactTrigger, UserMessageRecord};
-use dsh_agent::{Failure, TicketSender, TurnEndReason};
+use dsh_agent::{Failure, MessageSource, TicketSender, TurnEndReason};
 use dsh_kernel::CancellationToken;
-use dsh_session::{StepMark, TurnEnd, TurnStart};
+use dsh_session::{StepMark, TitleRecord, TitleSource, TurnEnd, TurnStart, title_of};
 use tracing::Instrument;
 
 use crate::agent::LoopAgent;
@@ -66,12 +67,26 @@ pub(crate) async fn run_turn(
         for pending in claim.drain(..) {
             match pending.work {
                 Work::Say(message) => {
+                    // The first prompt a person gave names the session.
+                    let title = (matches!(message.source, MessageSource::User)
+                        && !agent.titled.load(Ordering::Acquire))
+                    .then(|| title_of(&message.text))
+                    .flatten();
                     let record = UserMessageRecord {
                         turn: number,
                         step,
                         message,
                     };
                     writer.append(&kinds.user_message, &record);
+                    if let Some(title) = title {
+                        let title = TitleRecord {
+                            title,
+                            source: TitleSource::Prompt,
+                        };
+                        if writer.append(&kinds.title, &title).is_some() {
+                            agent.titled.store(true, Ordering::Release);
+                        }
+                    }
                     said = true;
                 }
                 Work::Compact(id) => asked_to_compact = Some(id),

@@ -2,8 +2,9 @@
 //! of the driver a waking verb owes.
 
 use dsh_agent::{
-    Agent, AgentError, AgentEvent, AgentOptions, AgentStatus, CancelCause, MessageId, TurnOutcome,
-    TurnTicket, UserMessage,
+    Agent, AgentError, AgentEvent, AgentOptions, AgentStatus, CancelCause, ConfigChange,
+    ConfigChangedRecord, ConfigOrigin, MessageId, SessionConfig, TurnOutcome, TurnTicket,
+    UserMessage,
 };
 use dsh_session::{Failure, MAX_EVENT_BYTES, Session, SessionId, failure_code};
 use futures::future::BoxFuture;
@@ -165,6 +166,49 @@ impl Agent for LoopAgent {
 
     fn compact(&self, id: MessageId) -> Result<TurnTicket, AgentError> {
         self.enqueue(Kind::FollowUp, Work::Compact(id))
+    }
+
+    fn config(&self) -> SessionConfig {
+        self.config.lock().clone()
+    }
+
+    fn configure(
+        &self,
+        change: ConfigChange,
+        origin: ConfigOrigin,
+    ) -> Result<SessionConfig, AgentError> {
+        if self.state.lock().closed {
+            return Err(AgentError::Disposed {
+                id: self.id.clone(),
+            });
+        }
+        if let ConfigChange::Model(model) = &change
+            && (model.trim().is_empty() || model.len() > 256 || model.chars().any(char::is_control))
+        {
+            return Err(AgentError::InvalidRequest {
+                field: "model".into(),
+                reason: format!("{model:?} cannot be a model name"),
+            });
+        }
+        // One change at a time, so each record's `old` is the value the one before left.
+        let mut config = self.config.lock();
+        let key = change.key();
+        let new = change.value();
+        let old = config.value(key).or_else(|| self.configured(key));
+        if old.as_deref() == Some(new.as_str()) {
+            return Ok(config.clone());
+        }
+        let record = ConfigChangedRecord {
+            key,
+            old,
+            new,
+            origin,
+        };
+        self.session
+            .append(&self.shared.kinds.config, &record)
+            .map_err(|err| AgentError::Session(std::sync::Arc::new(err)))?;
+        config.apply(&change);
+        Ok(config.clone())
     }
 
     fn cancel(&self, cause: CancelCause) -> bool {

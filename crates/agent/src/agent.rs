@@ -3,6 +3,7 @@
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use crate::config::{ConfigChange, ConfigOrigin, SessionConfig};
 use crate::error::AgentError;
 use crate::message::{MessageId, UserMessage};
 use crate::options::AgentOptions;
@@ -49,6 +50,20 @@ pub trait Agent: Send + Sync + 'static {
     /// `context/compacted`; the turn then ends. It is cancelled like any turn. The turn ends
     /// `error` with code `compaction` when there is nothing to compact or no summary came back.
     fn compact(&self, id: MessageId) -> Result<TurnTicket, AgentError>;
+
+    /// The settings the session's log recorded (a loaded session's as it was left); `None`
+    /// fields run as configured.
+    fn config(&self) -> SessionConfig;
+
+    /// Changes one setting from the next model call on and records it as `config/changed`;
+    /// answers the settings after it. Changing a setting to the value it has records nothing.
+    /// The model and reasoning level are the agent's to apply; the permission mode is
+    /// recorded for the front end, whose approval gate applies it.
+    fn configure(
+        &self,
+        change: ConfigChange,
+        origin: ConfigOrigin,
+    ) -> Result<SessionConfig, AgentError>;
 
     /// Cancels what is pending and the open turn; `false` when there was nothing to cancel.
     fn cancel(&self, cause: CancelCause) -> bool;

@@ -24,6 +24,7 @@
 mod agent;
 pub mod commands;
 mod compacted;
+mod config;
 mod context;
 mod error;
 mod event;
@@ -36,6 +37,9 @@ pub mod record;
 mod ticket;
 
 pub use agent::{Agent, AgentStatus};
+pub use config::{
+    CONFIG_CHANGED, ConfigChange, ConfigChangedRecord, ConfigKey, ConfigOrigin, SessionConfig,
+};
 pub use context::{ContextBuilder, ContextError, ContextRequest, ToolBrief};
 pub use error::AgentError;
 pub use event::AgentEvent;

@@ -40,10 +40,15 @@ pub use crate::compacted::{
     CONTEXT_COMPACTED, CONTEXT_COMPACTING, CompactTrigger, CompactedRecord, CompactingRecord,
     CompactingState, SUMMARY_PREFIX,
 };
+pub use crate::config::{CONFIG_CHANGED, ConfigChangedRecord};
 pub use crate::instructions::{
     Environment, GitState, InstructionSource, InstructionsRecord, SourceKind,
 };
-pub use dsh_session::{StepMark, ToolCallRecord, ToolResultRecord, TurnEnd, TurnStart};
+pub use dsh_session::{
+    SESSION_TITLE, StepMark, TitleRecord, TitleSource, ToolCallRecord, ToolResultRecord, TurnEnd,
+    TurnStart,
+};
+pub use dsh_tools::{PlanEntry, PlanStatus};
 
 /// The kind of [`InstructionsRecord`]. Ignorable: a dsh that predates it loads the log and
 /// simply sends no system text.
@@ -191,6 +196,22 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+/// The kind of [`PlanRecord`]. Ignorable: an older dsh shows the todo tool's result alone.
+pub const PLAN_UPDATED: &str = "plan/updated";
+
+/// `plan/updated`: the session's plan from here on, as a tool call replaced it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// The call that wrote it.
+    pub call_id: String,
+    /// The whole plan, in order.
+    pub entries: Vec<PlanEntry>,
+}
+
 /// The kind of [`ToolProgressRecord`], an ephemeral notice (never in the log).
 pub const TOOL_PROGRESS: &str = "tool/progress";
 
@@ -245,6 +266,12 @@ pub enum Record {
     Instructions(InstructionsRecord),
     /// `context/compacted`.
     Compacted(CompactedRecord),
+    /// `session/title`.
+    Title(TitleRecord),
+    /// `config/changed`.
+    ConfigChanged(ConfigChangedRecord),
+    /// `plan/updated`.
+    Plan(PlanRecord),
     /// A kind outside this vocabulary (a plugin's, or an ignorable one of a newer dsh): its
     /// payload stays opaque.
     Other,
@@ -281,6 +308,9 @@ impl Record {
             EventType::TOOL_RESULT => serde_json::from_str(data).map(Record::ToolResult),
             CONTEXT_INSTRUCTIONS => serde_json::from_str(data).map(Record::Instructions),
             CONTEXT_COMPACTED => serde_json::from_str(data).map(Record::Compacted),
+            SESSION_TITLE => serde_json::from_str(data).map(Record::Title),
+            CONFIG_CHANGED => serde_json::from_str(data).map(Record::ConfigChanged),
+            PLAN_UPDATED => serde_json::from_str(data).map(Record::Plan),
             _ => Ok(Record::Other),
         };
         parsed.map_err(|source| RecordError {
@@ -302,8 +332,12 @@ impl Record {
             | Record::AssistantMessage(AssistantMessageRecord { turn, .. })
             | Record::ToolCall(ToolCallRecord { turn, .. })
             | Record::ToolResult(ToolResultRecord { turn, .. })
-            | Record::Compacted(CompactedRecord { turn, .. }) => Some(*turn),
-            Record::Instructions(_) | Record::Other => None,
+            | Record::Compacted(CompactedRecord { turn, .. })
+            | Record::Plan(PlanRecord { turn, .. }) => Some(*turn),
+            Record::Instructions(_)
+            | Record::Title(_)
+            | Record::ConfigChanged(_)
+            | Record::Other => None,
         }
     }
 }

@@ -132,6 +132,13 @@ pub enum SessionsCommand {
         /// The session id, or a unique prefix of at least 8 characters.
         id: String,
     },
+    /// Give a stored session a title (its first prompt's first line until then).
+    Rename {
+        /// The session id, or a unique prefix of at least 8 characters.
+        id: String,
+        /// The new title: one line, cut at 80 characters.
+        title: String,
+    },
 }
 
 /// `dsh run`.

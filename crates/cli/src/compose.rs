@@ -19,6 +19,7 @@ use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
 use dsh_tool_bash::BashToolsPlugin;
 use dsh_tool_fs::FsToolsPlugin;
+use dsh_tool_todo::TodoPlugin;
 use dsh_tools::ToolRegistryPlugin;
 
 use crate::exit::Failure;
@@ -100,6 +101,10 @@ async fn load_all(
         .load(FsToolsPlugin::default())
         .await
         .map_err(|e| failed("the file tools", e))?;
+    runtime
+        .load(TodoPlugin)
+        .await
+        .map_err(|e| failed("the todo tool", e))?;
     runtime
         .load(ContextPlugin::new(context(settings)?))
         .await

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{
-    AssistantChunkRecord, Chunk, CompactTrigger, Record, ToolProgressRecord, ToolResultRecord,
+    AssistantChunkRecord, Chunk, CompactTrigger, PlanEntry, PlanStatus, Record, ToolProgressRecord,
+    ToolResultRecord,
 };
 use dsh_session::{Ephemeral, Session, SessionEvent, SessionObserver};
 use dsh_tools::safe_text::SafeText;
@@ -473,12 +474,20 @@ impl Renderer {
                 };
                 self.side(line.as_bytes());
             }
+            // The plan, whole, each time the model changes it.
+            Record::Plan(plan) => {
+                self.end_reasoning(&mut state, color);
+                let text = plan_lines(&plan.entries, color);
+                self.side(text.as_bytes());
+            }
             Record::UserMessage(_)
             | Record::TurnEnd(_)
             | Record::TurnStart(_)
             | Record::StepStart(_)
             | Record::StepEnd(_)
             | Record::Instructions(_)
+            | Record::Title(_)
+            | Record::ConfigChanged(_)
             | Record::Other => {}
         }
     }
@@ -582,6 +591,8 @@ impl Renderer {
             | Record::StepStart(_)
             | Record::StepEnd(_)
             | Record::UserMessage(_)
+            | Record::Title(_)
+            | Record::ConfigChanged(_)
             | Record::Other => return,
             Record::Compacted(compacted) => {
                 self.state.lock().tally.compacted(&compacted);
@@ -601,9 +612,37 @@ impl Renderer {
                 warn(&context.warnings);
                 return;
             }
+            Record::Plan(plan) => json!({
+                "type": "plan",
+                "step": plan.step,
+                "entries": plan.entries,
+            }),
         };
         self.json_line(&line);
     }
+}
+
+/// A plan as the terminal shows it: a head line, then a step a line, the one in progress
+/// marked (and bold, in colour), the completed ones dimmed.
+fn plan_lines(entries: &[PlanEntry], color: bool) -> String {
+    let done = entries
+        .iter()
+        .filter(|e| e.status == PlanStatus::Completed)
+        .count();
+    let mut text = format!("plan ({done} of {} done)\n", entries.len());
+    for entry in entries {
+        let content = SafeText::plain(&entry.content);
+        let line = match (entry.status, color) {
+            (PlanStatus::Pending, _) => format!("  [ ] {content}"),
+            (PlanStatus::InProgress, false) => format!("  [>] {content}"),
+            (PlanStatus::InProgress, true) => format!("  \x1b[1m[>] {content}\x1b[0m"),
+            (PlanStatus::Completed, false) => format!("  [x] {content}"),
+            (PlanStatus::Completed, true) => format!("  \x1b[2m[x] {content}\x1b[0m"),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
 }
 
 /// How a call ended, as its last line shows it.

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use dsh_agent::record::{InstructionsRecord, Record};
 use dsh_kernel::Runtime;
 use dsh_session::{
-    EventType, EventVocabulary, ListQuery, LoadedSession, SessionId, SessionPersistence,
-    SessionSummary,
+    CloseIntent, EventType, EventVocabulary, ListQuery, LoadedSession, Origin, PersistenceError,
+    SESSION_TITLE, SessionEvent, SessionId, SessionPersistence, SessionSummary, TitleRecord,
+    TitleSource,
 };
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_tools::safe_text::SafeText;
@@ -45,7 +46,9 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
                 0
             }
             SessionsCommand::List { json: true, .. } => 0,
-            SessionsCommand::Show { id, .. } | SessionsCommand::Rm { id } => {
+            SessionsCommand::Show { id, .. }
+            | SessionsCommand::Rm { id }
+            | SessionsCommand::Rename { id, .. } => {
                 eprintln!(
                     "error: no session '{id}' in {}; see `dsh sessions list`",
                     dir.display()
@@ -94,6 +97,7 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
                 system: false,
             } => show(&*persistence, &dir, id, *json, *color).await,
             SessionsCommand::Rm { id } => remove(&*persistence, &dir, id).await,
+            SessionsCommand::Rename { id, title } => rename(&*persistence, &dir, id, title).await,
         }
     }
     .await;
@@ -207,6 +211,11 @@ async fn list(
             Err(_) => Digest::default(),
         };
         if digest.answered || all {
+            // The stored title (a rename's, or the first prompt's) wins over the digest's.
+            let mut digest = digest;
+            if summary.title.is_some() {
+                digest.title = summary.title.clone();
+            }
             shown.push((summary, digest));
         } else {
             hidden += 1;
@@ -481,6 +490,64 @@ async fn remove(
     let id = resolve(persistence, dir, arg).await?;
     persistence.delete(&id).await.map_err(failed)?;
     say(&format!("removed {id}\n"));
+    Ok(())
+}
+
+/// Appends a `session/title` to the stored log, as its own writer: refused while the session
+/// is open in a dsh (rename it there, or once it closed).
+async fn rename(
+    persistence: &dyn SessionPersistence,
+    dir: &std::path::Path,
+    arg: &str,
+    title: &str,
+) -> Result<(), Failure> {
+    let Some(title) = dsh_session::title_of(title) else {
+        return Err(Failure {
+            status: crate::exit::USAGE,
+            code: "usage",
+            message: "the title holds no text".into(),
+        });
+    };
+    let id = resolve(persistence, dir, arg).await?;
+    let open_elsewhere = |e: PersistenceError| match e {
+        PersistenceError::Locked { .. } | PersistenceError::Live { .. } => Failure {
+            status: 1,
+            code: "session_open",
+            message: format!("session {id} is open in a running dsh; rename it once it closed"),
+        },
+        other => failed(other),
+    };
+    let loaded = persistence
+        .load(&id, &EventVocabulary::new())
+        .await
+        .map_err(open_elsewhere)?;
+    let next_seq = loaded.events.len() as u64;
+    let record = TitleRecord {
+        title: title.clone(),
+        source: TitleSource::Rename,
+    };
+    let data = serde_json::value::to_raw_value(&record).map_err(failed)?;
+    let event = SessionEvent {
+        seq: next_seq,
+        kind: EventType::new(SESSION_TITLE).map_err(failed)?,
+        time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        ignorable: true,
+        data,
+    };
+    let origin = Origin::Resume {
+        next_seq,
+        revision: loaded.revision,
+    };
+    persistence
+        .create(&loaded.header, origin)
+        .await
+        .map_err(open_elsewhere)?;
+    let appended = persistence.append(&id, &[Arc::new(event)]).await;
+    let closed = persistence.close(&id, CloseIntent::Flush).await;
+    appended.and(closed).map_err(failed)?;
+    say(&format!("renamed {id}: {}\n", SafeText::plain(&title)));
     Ok(())
 }
 

@@ -439,6 +439,14 @@ impl Model for OpenAiModel {
         &self.inner.info
     }
 
+    fn models(
+        &self,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Vec<String>, ModelError>> {
+        let model = self.clone();
+        Box::pin(async move { model.list_models(cancel).await })
+    }
+
     fn stream(
         &self,
         request: ModelRequest,
@@ -449,7 +457,11 @@ impl Model for OpenAiModel {
             request.validate()?;
             let request_session = request.session_id.clone();
             let mut body = encode_request(
-                &inner.config.model,
+                request
+                    .params
+                    .model
+                    .as_deref()
+                    .unwrap_or(&inner.config.model),
                 &request,
                 inner.config.send_reasoning_content,
                 inner.config.max_tokens_field,

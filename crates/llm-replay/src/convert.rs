@@ -130,6 +130,9 @@ impl ReplayScript {
                 | Record::ToolCall(_)
                 | Record::ToolResult(_)
                 | Record::Instructions(_)
+                | Record::Title(_)
+                | Record::ConfigChanged(_)
+                | Record::Plan(_)
                 | Record::Other => {}
             }
         }

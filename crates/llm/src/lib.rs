@@ -58,4 +58,16 @@ pub trait Model: Send + Sync + 'static {
         request: ModelRequest,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<ModelStream, ModelError>>;
+
+    /// The model names a request's `params.model` may choose from (a server's `GET /models`).
+    /// The default offers the configured model alone, which is also what a provider that
+    /// cannot list answers.
+    fn models(
+        &self,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Vec<String>, ModelError>> {
+        let _ = cancel;
+        let only = vec![self.info().model.clone()];
+        Box::pin(async move { Ok(only) })
+    }
 }

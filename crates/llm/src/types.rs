@@ -75,6 +75,35 @@ pub enum ReasoningEffort {
     Max,
 }
 
+impl ReasoningEffort {
+    /// Every level, least first: the order a picker lists them.
+    pub const ALL: [ReasoningEffort; 5] = [
+        ReasoningEffort::Off,
+        ReasoningEffort::Low,
+        ReasoningEffort::Medium,
+        ReasoningEffort::High,
+        ReasoningEffort::Max,
+    ];
+
+    /// The level's name in flags, config files and ACP: `off`, `low`, `medium`, `high`, `max`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Off => "off",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+            ReasoningEffort::Max => "max",
+        }
+    }
+
+    /// The level named `name`, if one is.
+    pub fn parse(name: &str) -> Option<ReasoningEffort> {
+        ReasoningEffort::ALL
+            .into_iter()
+            .find(|level| level.as_str() == name)
+    }
+}
+
 /// Sampling and budget parameters; `None` means the server's default.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelParams {
@@ -84,6 +113,10 @@ pub struct ModelParams {
     pub temperature: Option<f32>,
     /// Reasoning effort.
     pub reasoning: Option<ReasoningEffort>,
+    /// Another of the provider's models for this call (a session's model picker); `None`
+    /// is the model the provider was configured with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// One model call.

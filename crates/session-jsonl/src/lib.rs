@@ -21,6 +21,7 @@
 mod config;
 mod fsops;
 mod header;
+mod index;
 mod layout;
 mod list;
 mod load;

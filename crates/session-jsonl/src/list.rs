@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use dsh_session::{PersistenceError, SessionId, SessionListing, SessionSummary, SkippedLog};
 
 use crate::header::{self, HeaderProblem};
+use crate::index;
 use crate::layout::{file_name, project_dir};
 use crate::open::location;
 
@@ -101,12 +102,44 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
                 continue;
             }
         };
-        for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+        let (mut indexed, lines) = index::read(&dir);
+        let mut missing = Vec::new();
+        let mut logs = 0usize;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
             if hidden(&path) || path.extension().is_none_or(|e| e != "jsonl") {
                 continue;
             }
-            match summary(&path) {
-                Ok(summary) if cwd.is_none_or(|c| c == summary.header.cwd) => {
+            logs += 1;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) => {
+                    listing.skipped.push(SkippedLog {
+                        location: location(&path),
+                        reason: format!("cannot stat: {e}"),
+                    });
+                    continue;
+                }
+            };
+            let known = indexed
+                .get(&name)
+                .filter(|known| known.describes(meta.ino(), meta.len()))
+                .cloned();
+            let found = match known {
+                Some(known) => Ok(indexed_summary(&path, &meta, known)),
+                None => summary(&path).inspect(|(summary, meta)| {
+                    missing.push(index::Line {
+                        file: name.clone(),
+                        ino: meta.ino(),
+                        len: meta.len(),
+                        header: summary.header.clone(),
+                        title: summary.title.clone(),
+                    });
+                }),
+            };
+            match found {
+                Ok((summary, _)) if cwd.is_none_or(|c| c == summary.header.cwd) => {
                     by_id
                         .entry(summary.header.id.clone())
                         .or_default()
@@ -118,6 +151,23 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
                     reason,
                 }),
             }
+        }
+        // Keeping the index true is best effort: a listing never fails for it.
+        if index::overgrown(lines + missing.len(), logs) {
+            for line in missing {
+                indexed.insert(
+                    line.file,
+                    index::Entry {
+                        ino: line.ino,
+                        len: line.len,
+                        header: line.header,
+                        title: line.title,
+                    },
+                );
+            }
+            let _ = index::rewrite(&dir, &indexed);
+        } else {
+            let _ = index::append(&dir, &missing);
         }
     }
     for (id, mut found) in by_id {
@@ -143,11 +193,29 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
     listing
 }
 
-fn summary(path: &Path) -> Result<SessionSummary, String> {
+/// A listed log the index describes: nothing of it is read.
+fn indexed_summary(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    known: index::Entry,
+) -> (SessionSummary, std::fs::Metadata) {
+    (
+        SessionSummary {
+            header: known.header,
+            location: location(path),
+            updated_at: updated_at(meta),
+            title: known.title,
+        },
+        meta.clone(),
+    )
+}
+
+/// A listed log the index does not describe: its header line, then its title from the log.
+fn summary(path: &Path) -> Result<(SessionSummary, std::fs::Metadata), String> {
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("cannot stat: {e}"))?;
-    // The header line only: a listing reads thousands of logs, and a log's first event (the
-    // system text) is often tens of KiB that reading to the 64 KiB bound would cost each time.
+    // The header line only: a log's first event (the system text) is often tens of KiB that
+    // reading to the 64 KiB bound would cost each time.
     let mut head = Vec::new();
     BufReader::with_capacity(1024, &file)
         .take(64 * 1024)
@@ -162,14 +230,24 @@ fn summary(path: &Path) -> Result<SessionSummary, String> {
         HeaderProblem::Corrupt(reason) => reason,
         HeaderProblem::Version(v) => format!("format version {v} is not supported"),
     })?;
-    // Saturating: a far-future mtime (tmpfs stores 64-bit seconds) must not overflow.
-    let updated_at = meta
-        .mtime()
+    let title = File::open(path)
+        .ok()
+        .and_then(|file| index::title_from_log(&file));
+    Ok((
+        SessionSummary {
+            header,
+            location: location(path),
+            updated_at: updated_at(&meta),
+            title,
+        },
+        meta,
+    ))
+}
+
+/// Epoch ms of a log's last write. Saturating: a far-future mtime (tmpfs stores 64-bit
+/// seconds) must not overflow.
+fn updated_at(meta: &std::fs::Metadata) -> i64 {
+    meta.mtime()
         .saturating_mul(1000)
-        .saturating_add(meta.mtime_nsec() / 1_000_000);
-    Ok(SessionSummary {
-        header,
-        location: location(path),
-        updated_at,
-    })
+        .saturating_add(meta.mtime_nsec() / 1_000_000)
 }

@@ -4,7 +4,7 @@
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 
 use crate::fsops::FsOps;
 use crate::header;
+use crate::index;
 
 /// What every open session shares with its provider.
 pub(crate) struct Ctx {
@@ -250,6 +251,7 @@ impl Open {
             event.encode_into(&mut bytes);
             bytes.push(b'\n');
         }
+        let first = io.file.is_none();
         let result = match io.file.clone() {
             Some(file) => self.append_bytes(ctx, file, io.durable, bytes).await,
             None => self.materialize(ctx, &mut io, bytes).await,
@@ -258,6 +260,10 @@ impl Open {
             Ok(len) => {
                 io.durable = len;
                 io.failing = false;
+                let title = index::title_in(&batch);
+                if first || title.is_some() {
+                    self.index(io.file.clone(), title).await;
+                }
                 Ok(())
             }
             Err(err) if io.dir_pending && io.file.is_some() && io.durable > 0 => {
@@ -395,6 +401,40 @@ impl Open {
                 }
             }
         }
+    }
+
+    /// Tells the directory's listing index about this log (its header, and `title` when a
+    /// batch just set one). Best effort: the index is a cache the listing can rebuild.
+    async fn index(&self, file: Option<Arc<File>>, title: Option<String>) {
+        let Some(file) = file else { return };
+        let dir = self.dir.clone();
+        let line = index::Line {
+            file: self
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            ino: 0,
+            len: 0,
+            header: self.header.clone(),
+            title,
+        };
+        let written = on_pool(Some(self.id()), "index", move || {
+            let meta = file.metadata()?;
+            let line = index::Line {
+                ino: meta.ino(),
+                len: meta.len(),
+                ..line
+            };
+            index::append(&dir, &[line])
+        })
+        .await;
+        let failure = match written {
+            Ok(Ok(())) => return,
+            Ok(Err(err)) => err.to_string(),
+            Err(err) => err.to_string(),
+        };
+        tracing::debug!(session = %self.id(), "the listing index was not updated: {failure}");
     }
 
     fn sticky_error(&self, sticky: &Sticky) -> PersistenceError {

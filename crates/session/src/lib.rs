@@ -39,6 +39,7 @@ mod plugin;
 pub mod repair;
 mod session;
 mod store;
+mod title;
 mod vocabulary;
 
 pub use bridge::{PersistenceBridge, PersistenceFailed};
@@ -59,4 +60,5 @@ pub use persistence::{
 pub use plugin::SessionStorePlugin;
 pub use session::{Restored, Session, SessionState};
 pub use store::{SessionSpec, SessionStore};
+pub use title::{MAX_TITLE_CHARS, SESSION_TITLE, TitleRecord, TitleSource, title_of};
 pub use vocabulary::{EventClass, EventVocabulary};

@@ -100,6 +100,8 @@ pub struct SessionSummary {
     pub location: SessionLocation,
     /// Epoch ms of the last durable write.
     pub updated_at: i64,
+    /// Its title (the last `session/title`), when it has one.
+    pub title: Option<String>,
 }
 
 /// A log the listing could not read.

@@ -212,6 +212,10 @@ struct Shared {
     failures: Mutex<Vec<String>>,
     connections: std::sync::atomic::AtomicUsize,
     changed: Notify,
+    /// The answer to `GET …/models` (404 when unset), served apart from the script.
+    models: Mutex<Option<MockResponse>>,
+    /// Every request for the model list.
+    listings: Mutex<Vec<Recorded>>,
 }
 
 /// The server. Dropping it stops accepting.
@@ -247,6 +251,32 @@ impl MockModelServer {
             shared,
             accept,
         }
+    }
+
+    /// Answers every later `GET …/models` with `ids` as an OpenAI model list. The model
+    /// list is served apart from the script: a client may ask for it at any time (an ACP
+    /// session's model picker does), and that must not take a scripted answer.
+    pub fn serve_models(&self, ids: &[&str]) {
+        let data: Vec<serde_json::Value> = ids
+            .iter()
+            .map(|id| serde_json::json!({"id": id, "object": "model"}))
+            .collect();
+        let body = serde_json::json!({"object": "list", "data": data}).to_string();
+        self.serve_models_with(
+            MockResponse::status(200)
+                .header("content-type", "application/json")
+                .body(body),
+        );
+    }
+
+    /// Answers every later `GET …/models` with `response`.
+    pub fn serve_models_with(&self, response: MockResponse) {
+        *self.shared.models.lock().unwrap() = Some(response);
+    }
+
+    /// Every request for the model list, in order.
+    pub fn model_listings(&self) -> Vec<Recorded> {
+        self.shared.listings.lock().unwrap().clone()
     }
 
     /// Binds 127.0.0.1:0 and answers every request with what `responder` makes of it.
@@ -341,6 +371,17 @@ async fn serve(mut stream: TcpStream, connection: usize, shared: Arc<Shared>) {
     // Requests follow one another on the connection until one side closes it.
     while let Some(mut request) = read_request(&mut stream).await {
         request.connection = connection;
+        if request.method == "GET" && request.path.ends_with("/models") {
+            shared.listings.lock().unwrap().push(request.clone());
+            let response = shared.models.lock().unwrap().clone().unwrap_or_else(|| {
+                MockResponse::status(404).body(r#"{"error":{"message":"no model list"}}"#)
+            });
+            shared.changed.notify_waiters();
+            match respond(&mut stream, &response).await {
+                After::Open => continue,
+                After::Closed | After::Hanging => break,
+            }
+        }
         let responder = shared.responder.lock().unwrap().clone();
         let made = responder.map(|responder| responder(&request));
         let index = {

@@ -25,6 +25,7 @@ mod approval;
 pub mod codes;
 mod context;
 mod permission;
+mod plan;
 mod present;
 mod registry;
 pub mod safe_text;
@@ -36,6 +37,7 @@ pub use context::{ProgressSink, ToolContext};
 /// The session's directories, which a tool's [`Tool::effect`] weighs paths against.
 pub use dsh_fs::Roots;
 pub use permission::{Effect, PermissionMode, UnknownMode};
+pub use plan::{PLAN_META_KEY, Plan, PlanEntry, PlanStatus};
 pub use present::{Location, TerminalExit, ToolCallView, ToolKindHint, ToolResultView};
 pub use registry::{
     StandardToolRegistry, ToolRegistry, ToolRegistryError, ToolRegistryPlugin, ToolSet,

@@ -30,7 +30,7 @@ const STOP_REASONS: [&str; 5] = [
 
 /// The update variants dsh sends unasked; an opt-in one (`notice`, `compaction_update`) only
 /// to a client that advertised it.
-const UPDATES: [&str; 7] = [
+const UPDATES: [&str; 11] = [
     "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
@@ -38,6 +38,10 @@ const UPDATES: [&str; 7] = [
     "tool_call_update",
     "usage_update",
     "available_commands_update",
+    "session_info_update",
+    "config_option_update",
+    "current_mode_update",
+    "plan",
 ];
 
 #[derive(Default)]
@@ -62,6 +66,8 @@ struct Checker {
     notices: bool,
     /// The client advertised `session.compaction`: `compaction_update`s may come.
     compaction: bool,
+    /// The client advertised `plan`: `plan_update`s may come.
+    plan: bool,
     /// The client advertised both `fs.readTextFile` and `fs.writeTextFile`: `fs/*` requests
     /// may come.
     files: bool,
@@ -108,6 +114,7 @@ impl Checker {
                 self.cards = caps["_meta"]["terminal_output"] == true;
                 self.notices = caps["session"]["notices"].is_object();
                 self.compaction = caps["session"]["compaction"].is_object();
+                self.plan = caps["plan"].is_object();
                 self.files =
                     caps["fs"]["readTextFile"] == true && caps["fs"]["writeTextFile"] == true;
             }
@@ -184,13 +191,18 @@ impl Checker {
         );
         let update = &frame["params"]["update"];
         let kind = update["sessionUpdate"].as_str().unwrap_or("");
-        // The session's commands come once the client knows the session, prompt or not.
+        // The session's commands come once the client knows the session, prompt or not; an
+        // option changed through another surface follows the request that changed it.
         assert!(
-            kind == "available_commands_update" || self.open.values().any(|(s, _)| s == session),
+            matches!(
+                kind,
+                "available_commands_update" | "config_option_update" | "current_mode_update"
+            ) || self.open.values().any(|(s, _)| s == session),
             "an update while no prompt or load of its session is open: {frame}"
         );
-        let opted_in =
-            (kind == "notice" && self.notices) || (kind == "compaction_update" && self.compaction);
+        let opted_in = (kind == "notice" && self.notices)
+            || (kind == "compaction_update" && self.compaction)
+            || (kind == "plan_update" && self.plan);
         assert!(
             UPDATES.contains(&kind) || opted_in,
             "update variant {kind}: {frame}"

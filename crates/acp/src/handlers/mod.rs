@@ -4,6 +4,7 @@
 //! Each handler receives its method's decoded params (see `request`), and checks every rule
 //! before anything is created, so a refused request changes nothing.
 
+mod config;
 mod prompt;
 mod sessions;
 mod setup;
@@ -18,22 +19,28 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
-use crate::PermissionMode;
 use crate::conn::Conn;
 use crate::files::EditorFiles;
 use crate::permission::SessionGate;
-use crate::record::{Grants, Item, PathParts, Record, ordered_path};
+use crate::record::{Grants, Item, ModeCell, PathParts, Record, ordered_path};
 use crate::render::RenderCaps;
 use crate::request::ClientCaps;
 use crate::rpc::RpcError;
 
+pub(crate) use config::{session_options, set_config_option, set_mode};
 pub(crate) use prompt::{cancel, cancel_record, cancel_request, prompt};
 pub(crate) use sessions::{ListCache, close_session, delete_session, list_sessions};
+use setup::spawn_setup;
 pub(crate) use setup::{load_session, new_session, resume_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
 pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
     conn.state.initialize(caps);
+    // The model picker's values, asked for now so that the first session need not wait.
+    let early = conn.clone();
+    spawn_setup(conn, async move {
+        let _ = config::models(&early).await;
+    });
     json!({
         "protocolVersion": 1,
         "agentCapabilities": {
@@ -109,30 +116,31 @@ pub(super) fn editor_files(conn: &Conn, session_id: &str) -> Option<Arc<dyn File
 
 /// The parts a new or loaded session's record starts from.
 pub(super) struct Parts {
-    pub gate: Option<Arc<dyn ApprovalGate>>,
+    pub gate: Arc<dyn ApprovalGate>,
     pub grants: Arc<Grants>,
+    pub mode: ModeCell,
     pub queue: mpsc::UnboundedSender<Item>,
     pub items: mpsc::UnboundedReceiver<Item>,
 }
 
+/// A session's parts. Every session has a gate, even in `allow` mode (where it never asks):
+/// the mode option may change the mode at any time.
 pub(super) fn parts(conn: &Conn) -> Parts {
     let (queue, items) = mpsc::unbounded_channel();
     let grants = Arc::new(Grants::default());
-    let gate = match conn.config.permission {
-        PermissionMode::Ask | PermissionMode::AcceptEdits => Some(Arc::new(SessionGate {
-            mode: conn.config.permission,
-            queue: queue.clone(),
-            grants: grants.clone(),
-            outgoing: conn.outgoing.clone(),
-            out: conn.out.clone(),
-            one_at_a_time: tokio::sync::Mutex::new(()),
-        })
-            as Arc<dyn ApprovalGate>),
-        PermissionMode::Allow => None,
-    };
+    let mode: ModeCell = Arc::new(parking_lot::Mutex::new(conn.config.permission));
+    let gate = Arc::new(SessionGate {
+        mode: mode.clone(),
+        queue: queue.clone(),
+        grants: grants.clone(),
+        outgoing: conn.outgoing.clone(),
+        out: conn.out.clone(),
+        one_at_a_time: tokio::sync::Mutex::new(()),
+    });
     Parts {
         gate,
         grants,
+        mode,
         queue,
         items,
     }
@@ -147,6 +155,10 @@ pub(super) fn install(
     parts: Parts,
 ) -> Result<Arc<Record>, dsh_agent::AgentHandle> {
     let agent = handle.agent().clone();
+    // A session that changed its mode before (in this editor or another) is back in it.
+    if let Some(mode) = agent.config().mode {
+        *parts.mode.lock() = mode;
+    }
     let (commands, warnings) =
         dsh_agent::commands::Commands::discover(&cwd, conn.config.commands_dir.as_deref());
     for warning in warnings {
@@ -160,6 +172,7 @@ pub(super) fn install(
         caps,
         commands,
         grants: parts.grants,
+        mode: parts.mode,
         inflight: Mutex::new(None),
         idle: watch::channel(true).0,
         queue: parts.queue,
@@ -174,7 +187,6 @@ pub(super) fn install(
             out: conn.out.clone(),
             tools: conn.services.tools.clone(),
             outgoing: conn.outgoing.clone(),
-            mode: conn.config.permission,
             auth_hint: conn.config.auth_hint.as_deref().map(Arc::from),
             prices: conn.config.prices.clone().map(Arc::new),
         },

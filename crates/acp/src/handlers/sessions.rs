@@ -142,6 +142,7 @@ fn info(summary: &SessionSummary) -> SessionInfo {
         Path::new(&summary.header.cwd).to_path_buf(),
     )
     .updated_at(updated)
+    .title(summary.title.clone())
 }
 
 /// A place in the list's order: newest first, then by id.
@@ -271,6 +272,7 @@ mod tests {
                 path: None,
             },
             updated_at,
+            title: None,
         }
     }
 

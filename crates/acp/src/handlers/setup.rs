@@ -9,12 +9,12 @@ use agent_client_protocol_schema::v1::{
 };
 use dsh_agent::{AgentError, AgentOverrides, Audience, CallerPrompt, CreateAgent, ResumeAgent};
 use dsh_session::SessionId;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{check_scope, editor_files, install, note_mcp_servers, parts};
+use super::{check_scope, editor_files, install, note_mcp_servers, parts, session_options};
 use crate::conn::Conn;
-use crate::record::Item;
+use crate::record::{Item, Record};
 use crate::render::RenderCaps;
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
@@ -42,13 +42,17 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionReq
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome = setup_contained("session/new", create(&conn, cwd, caller)).await;
-        let created = outcome.as_ref().ok().cloned();
-        reply
-            .answer(outcome.map(|session| json!({ "sessionId": session })))
-            .await;
+        let outcome = setup_contained("session/new", async {
+            let record = create(&conn, cwd, caller).await?;
+            let mut answer = session_options(&conn, &record).await;
+            answer["sessionId"] = json!(record.id.as_str());
+            Ok((record, answer))
+        })
+        .await;
+        let created = outcome.as_ref().ok().map(|(record, _)| record.id.clone());
+        reply.answer(outcome.map(|(_, answer)| answer)).await;
         if let Some(session) = created {
-            announce_commands(&conn, &session);
+            announce_commands(&conn, session.as_str());
         }
     };
     spawn_setup(conn, task);
@@ -89,7 +93,7 @@ async fn create(
     conn: &Arc<Conn>,
     cwd: PathBuf,
     caller: Option<CallerPrompt>,
-) -> Result<String, RpcError> {
+) -> Result<Arc<Record>, RpcError> {
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
     }
@@ -99,9 +103,7 @@ async fn create(
         .with_id(session_id.clone())
         .with_cwd(cwd.clone())
         .with_options(overrides(caller));
-    if let Some(gate) = parts.gate.clone() {
-        request = request.with_approval(gate);
-    }
+    request = request.with_approval(parts.gate.clone());
     if let Some(files) = editor_files(conn, session_id.as_str()) {
         request = request.with_files(files);
     }
@@ -114,11 +116,12 @@ async fn create(
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
         compaction: conn.state.compaction(),
+        plan: conn.state.plan(),
     };
     match install(conn, handle, cwd.clone(), caps, parts) {
-        Ok(_) => {
+        Ok(record) => {
             tracing::info!(session = %session_id, cwd = %cwd.display(), "session created");
-            Ok(session_id.as_str().to_owned())
+            Ok(record)
         }
         Err(handle) => {
             handle.dispose().await;
@@ -228,7 +231,7 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
         let outcome =
             setup_contained(method, load(&conn, &parsed, &sent, &cwd, caller, replay)).await;
         let attached = outcome.is_ok();
-        reply.answer(outcome.map(|()| json!({}))).await;
+        reply.answer(outcome).await;
         if attached {
             announce_commands(&conn, &sent);
         }
@@ -259,7 +262,7 @@ async fn load(
     cwd: &Path,
     caller: Option<CallerPrompt>,
     replay: bool,
-) -> Result<(), RpcError> {
+) -> Result<Value, RpcError> {
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
     }
@@ -286,9 +289,7 @@ async fn load(
     let parts = parts(conn);
     let mut request =
         ResumeAgent::new(conn.scope.clone(), id.clone()).with_options(overrides(caller));
-    if let Some(gate) = parts.gate.clone() {
-        request = request.with_approval(gate);
-    }
+    request = request.with_approval(parts.gate.clone());
     if let Some(files) = editor_files(conn, id.as_str()) {
         request = request.with_files(files);
     }
@@ -309,6 +310,7 @@ async fn load(
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
         compaction: conn.state.compaction(),
+        plan: conn.state.plan(),
     };
     let record = match install(conn, handle, stored, caps, parts) {
         Ok(record) => record,
@@ -325,5 +327,5 @@ async fn load(
     });
     let _ = replayed.await;
     tracing::info!(session = %sent, cwd = %cwd.display(), replay, "session attached");
-    Ok(())
+    Ok(session_options(conn, &record).await)
 }

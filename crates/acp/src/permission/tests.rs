@@ -19,7 +19,7 @@ fn rig() -> Rig {
     let (queue, items) = mpsc::unbounded_channel();
     let outgoing = Arc::new(OutgoingTable::default());
     let gate = Arc::new(SessionGate {
-        mode: dsh_tools::PermissionMode::Ask,
+        mode: std::sync::Arc::new(parking_lot::Mutex::new(dsh_tools::PermissionMode::Ask)),
         queue,
         grants: Arc::default(),
         outgoing: outgoing.clone(),

@@ -111,6 +111,7 @@ fn caps(terminal_card: bool, compaction: bool) -> RenderCaps {
     RenderCaps {
         terminal_card,
         compaction,
+        plan: false,
     }
 }
 

@@ -40,6 +40,7 @@ async fn a_prompt_cancelled_before_its_turn_ran_never_reaches_the_model() {
             "turn/start",
             "step/start",
             "user/message",
+            "session/title",
             "step/end",
             "turn/end"
         ]

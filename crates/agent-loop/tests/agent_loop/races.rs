@@ -324,7 +324,7 @@ async fn the_loop_flushes_before_each_request_before_each_body_and_after_turn_en
     assert_eq!(
         at,
         [
-            seq_of("user/message", 0),
+            seq_of("session/title", 0),
             seq_of("tool/call", 0),
             seq_of("step/start", 1),
             events.len() as u64

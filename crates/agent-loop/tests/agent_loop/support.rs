@@ -479,6 +479,11 @@ pub fn stored_log(root: &std::path::Path) -> std::path::PathBuf {
         .filter(|d| d.path().is_dir())
         .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
         .map(|e| e.path())
+        // Not the hidden listing index beside the logs.
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
         .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .expect("a stored log")
 }

@@ -39,6 +39,7 @@ async fn a_send_runs_one_turn_and_its_ticket_ends_after_turn_end() {
             "turn/start",
             "step/start",
             "user/message",
+            "session/title",
             "assistant/chunk",
             "assistant/chunk",
             "assistant/message",
@@ -47,7 +48,7 @@ async fn a_send_runs_one_turn_and_its_ticket_ends_after_turn_end() {
         ]
     );
     validate_log(&events);
-    assert_eq!(data(&events[5])["message"]["content"], "Hello");
+    assert_eq!(data(&events[6])["message"]["content"], "Hello");
     agent.when_idle().await;
     assert_eq!(agent.status(), AgentStatus::Idle);
     assert_eq!(

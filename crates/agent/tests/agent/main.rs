@@ -78,6 +78,18 @@ impl Agent for Still {
     fn compact(&self, _: dsh_agent::MessageId) -> Result<dsh_agent::TurnTicket, AgentError> {
         self.send(UserMessage::user("compact"))
     }
+    fn config(&self) -> dsh_agent::SessionConfig {
+        dsh_agent::SessionConfig::default()
+    }
+    fn configure(
+        &self,
+        _: dsh_agent::ConfigChange,
+        _: dsh_agent::ConfigOrigin,
+    ) -> Result<dsh_agent::SessionConfig, AgentError> {
+        Err(AgentError::Disposed {
+            id: self.id().clone(),
+        })
+    }
     fn cancel(&self, _: CancelCause) -> bool {
         false
     }

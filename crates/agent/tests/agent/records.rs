@@ -112,6 +112,9 @@ fn every_record_re_encodes_to_what_it_was_read_from() {
             Record::ToolResult(r) => serde_json::to_string(&r),
             Record::Instructions(r) => serde_json::to_string(&r),
             Record::Compacted(r) => serde_json::to_string(&r),
+            Record::Title(r) => serde_json::to_string(&r),
+            Record::ConfigChanged(r) => serde_json::to_string(&r),
+            Record::Plan(r) => serde_json::to_string(&r),
             Record::Other => continue,
         }
         .unwrap();

@@ -416,14 +416,7 @@ fn millis(text: &str) -> Option<Duration> {
 }
 
 fn effort(level: &str) -> Option<ReasoningEffort> {
-    match level {
-        "off" => Some(ReasoningEffort::Off),
-        "low" => Some(ReasoningEffort::Low),
-        "medium" => Some(ReasoningEffort::Medium),
-        "high" => Some(ReasoningEffort::High),
-        "max" => Some(ReasoningEffort::Max),
-        _ => None,
-    }
+    ReasoningEffort::parse(level)
 }
 
 fn level(reasoning: Reasoning) -> &'static str {

@@ -123,20 +123,12 @@ fn a_keyless_server_on_the_network_is_accepted_only_when_declared_so() {
 
 #[tokio::test]
 async fn the_model_list_is_read_from_get_models_with_the_key() {
-    let server = MockModelServer::start(vec![
-        MockResponse::status(200)
-            .header("content-type", "application/json")
-            .body(r#"{"object":"list","data":[{"id":"deepseek-v4-pro","object":"model"},{"id":"deepseek-flash","object":"model"}]}"#),
-        MockResponse::status(401)
-            .header("content-type", "application/json")
-            .body(r#"{"error":{"message":"bad key"}}"#),
-        MockResponse::status(200).body("not json"),
-    ])
-    .await;
+    let server = MockModelServer::start(Vec::new()).await;
+    server.serve_models(&["deepseek-v4-pro", "deepseek-flash"]);
     let model = model(&server);
     let ids = model.list_models(CancellationToken::new()).await.unwrap();
     assert_eq!(ids, ["deepseek-flash", "deepseek-v4-pro"]);
-    let request = &server.requests()[0];
+    let request = &server.model_listings()[0];
     assert_eq!(
         (request.method.as_str(), request.path.as_str()),
         ("GET", "/v1/models")
@@ -146,11 +138,17 @@ async fn the_model_list_is_read_from_get_models_with_the_key() {
             .header("authorization")
             .is_some_and(|v| v.starts_with("Bearer "))
     );
+    server.serve_models_with(
+        MockResponse::status(401)
+            .header("content-type", "application/json")
+            .body(r#"{"error":{"message":"bad key"}}"#),
+    );
     let denied = model
         .list_models(CancellationToken::new())
         .await
         .unwrap_err();
     assert_eq!(denied.kind, ModelErrorKind::Auth);
+    server.serve_models_with(MockResponse::status(200).body("not json"));
     let garbled = model
         .list_models(CancellationToken::new())
         .await

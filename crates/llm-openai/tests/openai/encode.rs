@@ -52,6 +52,7 @@ fn conversation() -> ModelRequest {
             max_tokens: Some(512),
             temperature: Some(0.5),
             reasoning: None,
+            model: None,
         },
         session_id: Some("never-sent".into()),
     }

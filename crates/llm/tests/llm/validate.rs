@@ -63,6 +63,7 @@ fn valid_requests_pass() {
         max_tokens: Some(1),
         temperature: Some(2.0),
         reasoning: None,
+        model: None,
     };
     assert_eq!(r.validate(), Ok(()));
 }

@@ -6,5 +6,6 @@
 
 mod bridge;
 mod contract;
+mod index;
 mod plugin;
 mod provider;

@@ -16,7 +16,8 @@ use serde_json::value::RawValue;
 
 use crate::contract::log_path;
 
-fn header(id: &str) -> SessionHeader {
+/// A header for `id` in a fixed directory.
+pub(crate) fn header(id: &str) -> SessionHeader {
     SessionHeader {
         version: 1,
         id: SessionId::parse(id).unwrap(),

@@ -1,0 +1,255 @@
+//! The pickers an editor shows for a dsh session, against the built `dsh acp`: the model
+//! (the server's `GET /models`), the reasoning level and the permission mode, as config
+//! options and as ACP's older session modes; a change reaches the next request, survives a
+//! load in a new process, and a value not on offer is refused naming those that are.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dsh_e2e::Sandbox;
+use dsh_e2e::acp::{AcpDriver, Policy};
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
+use serde_json::{Value, json};
+
+/// The option `id` of a `configOptions` list.
+fn option<'a>(options: &'a Value, id: &str) -> &'a Value {
+    options
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == id)
+        .unwrap_or_else(|| panic!("no option {id}: {options}"))
+}
+
+fn values(option: &Value) -> Vec<String> {
+    option["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn set(acp: &mut AcpDriver, session: &str, config_id: &str, value: &str) -> Value {
+    let id = acp.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": config_id, "value": value}),
+    );
+    acp.response(&id).0
+}
+
+fn new_session(acp: &mut AcpDriver, sandbox: &Sandbox) -> (String, Value) {
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": sandbox.work(), "mcpServers": []}),
+    );
+    let (response, _) = acp.response(&id);
+    let result = response["result"].clone();
+    (result["sessionId"].as_str().unwrap().to_owned(), result)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chosen_model_and_reasoning_level_reach_the_next_request() {
+    let server =
+        MockModelServer::start(vec![MockResponse::text("one"), MockResponse::text("two")]).await;
+    server.serve_models(&["mock-model", "mock-large"]);
+    let base = server.base_url();
+    let (answers, options) = tokio::task::spawn_blocking(move || {
+        let sandbox = Sandbox::new();
+        let mut acp = AcpDriver::serving(&sandbox, &base, &["--permission", "allow"]);
+        acp.initialize(false);
+        let (session, created) = new_session(&mut acp, &sandbox);
+        acp.prompt_to_end(&session, "first");
+        let model = set(&mut acp, &session, "model", "mock-large");
+        let level = set(&mut acp, &session, "thought_level", "low");
+        let wrong = set(&mut acp, &session, "model", "gpt-none");
+        let wrong_level = set(&mut acp, &session, "thought_level", "extreme");
+        let wrong_id = set(&mut acp, &session, "speed", "fast");
+        acp.prompt_to_end(&session, "second");
+        acp.finish();
+        (
+            vec![model, level, wrong, wrong_level, wrong_id],
+            created["configOptions"].clone(),
+        )
+    })
+    .await
+    .unwrap();
+    // What session/new offered: the server's models, the levels, the modes.
+    let model = option(&options, "model");
+    assert_eq!(model["category"], "model");
+    assert_eq!(model["type"], "select");
+    assert_eq!(model["currentValue"], "mock-model");
+    assert_eq!(values(model), ["mock-large", "mock-model"]);
+    let thought = option(&options, "thought_level");
+    assert_eq!(thought["category"], "thought_level");
+    assert_eq!(thought["currentValue"], "default");
+    assert_eq!(
+        values(thought),
+        ["default", "off", "low", "medium", "high", "max"]
+    );
+    let mode = option(&options, "mode");
+    assert_eq!(mode["currentValue"], "allow");
+    assert_eq!(values(mode), ["ask", "accept-edits", "allow"]);
+    // Each change answers the whole set, with the new value current.
+    let after = &answers[0]["result"]["configOptions"];
+    assert_eq!(option(after, "model")["currentValue"], "mock-large");
+    assert_eq!(after.as_array().unwrap().len(), 3);
+    let after = &answers[1]["result"]["configOptions"];
+    assert_eq!(option(after, "thought_level")["currentValue"], "low");
+    assert_eq!(option(after, "model")["currentValue"], "mock-large");
+    // A value not on offer is refused, naming those that are.
+    for (refused, names) in [
+        (&answers[2], "mock-large, mock-model"),
+        (&answers[3], "off, low, medium, high, max"),
+        (&answers[4], "model, thought_level and mode"),
+    ] {
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains(names), "{message}");
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].json()["model"], "mock-model");
+    assert!(requests[0].json().get("reasoning_effort").is_none());
+    assert_eq!(requests[1].json()["model"], "mock-large");
+    assert_eq!(requests[1].json()["reasoning_effort"], "low");
+    assert_eq!(server.model_listings().len(), 1, "asked for once");
+    server.verify();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_survives_a_load_in_a_new_process() {
+    let server =
+        MockModelServer::start(vec![MockResponse::text("one"), MockResponse::text("two")]).await;
+    server.serve_models(&["mock-model", "mock-large"]);
+    let base = server.base_url();
+    let loaded = tokio::task::spawn_blocking(move || {
+        let sandbox = Sandbox::new();
+        let mut first = AcpDriver::serving(&sandbox, &base, &[]);
+        first.initialize(false);
+        let (session, _) = new_session(&mut first, &sandbox);
+        set(&mut first, &session, "model", "mock-large");
+        set(&mut first, &session, "mode", "accept-edits");
+        first.prompt_to_end(&session, "first");
+        first.finish();
+
+        let mut again = AcpDriver::serving(&sandbox, &base, &[]);
+        again.initialize(false);
+        let id = again.request(
+            "session/load",
+            json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
+        );
+        let (loaded, _) = again.response(&id);
+        again.prompt_to_end(&session, "second");
+        again.finish();
+        loaded["result"].clone()
+    })
+    .await
+    .unwrap();
+    let options = &loaded["configOptions"];
+    assert_eq!(option(options, "model")["currentValue"], "mock-large");
+    assert_eq!(option(options, "mode")["currentValue"], "accept-edits");
+    assert_eq!(loaded["modes"]["currentModeId"], "accept-edits");
+    let requests = server.requests();
+    assert_eq!(requests[1].json()["model"], "mock-large", "after the load");
+    server.verify();
+}
+
+fn edit_then_bash(sandbox: &Sandbox) -> String {
+    sandbox.script(
+        "s",
+        json!([
+            {"stream": [{"tool_call": {"name": "write",
+                "arguments": {"path": "made.txt", "content": "x\n"}}}]},
+            {"stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": "echo ran"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    )
+}
+
+#[test]
+fn accept_edits_lets_an_edit_through_while_bash_still_asks() {
+    let sandbox = Sandbox::new();
+    let mut acp = AcpDriver::start(&sandbox, &edit_then_bash(&sandbox), &[]);
+    acp.policy = Policy::Allow;
+    acp.initialize(false);
+    let (session, created) = new_session(&mut acp, &sandbox);
+    assert_eq!(
+        option(&created["configOptions"], "mode")["currentValue"],
+        "ask"
+    );
+    let changed = set(&mut acp, &session, "mode", "accept-edits");
+    assert_eq!(
+        option(&changed["result"]["configOptions"], "mode")["currentValue"],
+        "accept-edits"
+    );
+    // A client that follows session modes is told too.
+    let told = acp.until_update("current_mode_update");
+    assert_eq!(told["params"]["update"]["currentModeId"], "accept-edits");
+    let (response, _) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.asked.len(), 1, "only bash asked: {:?}", acp.asked);
+    assert_eq!(acp.asked[0]["params"]["toolCall"]["title"], "echo ran");
+    assert_eq!(
+        std::fs::read_to_string(sandbox.work().join("made.txt")).unwrap(),
+        "x\n"
+    );
+    acp.finish();
+}
+
+#[test]
+fn set_mode_and_the_mode_option_are_one_setting() {
+    let sandbox = Sandbox::new();
+    let mut acp = AcpDriver::start(&sandbox, &edit_then_bash(&sandbox), &[]);
+    acp.initialize(false);
+    let (session, created) = new_session(&mut acp, &sandbox);
+    assert_eq!(created["modes"]["currentModeId"], "ask");
+    let modes: Vec<&str> = created["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["ask", "accept-edits", "allow"]);
+
+    let id = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "allow"}),
+    );
+    let (response, _) = acp.response(&id);
+    assert_eq!(response["result"], json!({}), "{response}");
+    // A client that follows config options is told of the mode option's new value.
+    let told = acp.until_update("config_option_update");
+    let options = &told["params"]["update"]["configOptions"];
+    assert_eq!(option(options, "mode")["currentValue"], "allow");
+    // Allow: the edit and the command run without a question.
+    let (response, _) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert!(acp.asked.is_empty(), "{:?}", acp.asked);
+
+    let id = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "yolo"}),
+    );
+    let (refused, _) = acp.response(&id);
+    assert_eq!(refused["error"]["code"], -32602);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ask, accept-edits, allow"),
+        "{refused}"
+    );
+    let back = set(&mut acp, &session, "mode", "ask");
+    assert_eq!(
+        option(&back["result"]["configOptions"], "mode")["currentValue"],
+        "ask"
+    );
+    let id = acp.request(
+        "session/set_mode",
+        json!({"sessionId": "no-such-session", "modeId": "ask"}),
+    );
+    let (unknown, _) = acp.response(&id);
+    assert!(unknown["error"].is_object(), "{unknown}");
+    acp.finish();
+}
