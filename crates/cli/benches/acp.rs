@@ -145,6 +145,17 @@ fn prompt(session: &str, text: &str) -> Value {
 }
 
 fn main() {
+    // `DSH_BENCH=history` runs only the history figures (list, resume, options).
+    if std::env::var("DSH_BENCH").as_deref() != Ok("history") {
+        basics();
+    }
+    list_many();
+    resume_long();
+    option_round_trip();
+}
+
+/// Start, `session/new`, first update, idle RSS, cancels and 100 concurrent sessions.
+fn basics() {
     let text = json!([{"stream": [{"text": "x"}], "finish": "stop"}]);
 
     let starts: Vec<Duration> = (0..30)
@@ -261,8 +272,6 @@ fn main() {
         agent.status("VmHWM:")
     );
     agent.close();
-
-    list_many();
 }
 
 /// `session/list` over 10,000 stored sessions: one session stored by a prompt, copied under
@@ -303,7 +312,7 @@ fn list_many() {
         .env("DSH_LOG", "error")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
@@ -350,4 +359,130 @@ fn list_many() {
     drop(stdin);
     let _ = child.wait();
     drop(kept);
+}
+
+/// `session/resume` of a session whose log holds 100,000 events (one stored turn repeated),
+/// in a new process, each resume followed by `session/close`.
+fn resume_long() {
+    let (mut agent, _) = Agent::start(json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
+    agent.initialize();
+    let session = agent.session();
+    let id = agent.request("session/prompt", prompt(&session, "hi"));
+    agent.response(id);
+    let kept = agent.close_keeping();
+    let dir = kept.path().to_path_buf();
+    let log = std::fs::read_dir(dir.join("data/sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join(format!("{session}.jsonl"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_owned();
+    let events: Vec<Value> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
+    let start = events
+        .iter()
+        .position(|e| e["type"] == "turn/start")
+        .unwrap();
+    let (before, turn) = events.split_at(start);
+    let mut out = vec![header];
+    let mut seq = 0u64;
+    let mut push = |mut event: Value, turn_number: Option<u64>| {
+        event["seq"] = json!(seq);
+        seq += 1;
+        if let Some(n) = turn_number
+            && event["data"].get("turn").is_some()
+        {
+            event["data"]["turn"] = json!(n);
+        }
+        out.push(event.to_string());
+    };
+    for event in before {
+        push(event.clone(), None);
+    }
+    let per_turn = turn.iter().filter(|e| e["type"] != "session/title").count();
+    let turns = (100_000 - before.len()) / per_turn;
+    for number in 1..=turns as u64 {
+        for event in turn {
+            if event["type"] != "session/title" {
+                push(event.clone(), Some(number));
+            }
+        }
+    }
+    let total = out.len() - 1;
+    std::fs::write(&log, out.join("\n") + "\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
+        .args(["--data-dir"])
+        .arg(dir.join("data"))
+        .args(["--replay", "demo", "acp"])
+        .current_dir(&dir)
+        .env("DSH_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut frames = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut call = |id: i64, method: &str, params: Value| -> Value {
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{frame}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let line: Value = serde_json::from_str(&frames.next().unwrap().unwrap()).unwrap();
+            if line["id"] == id && line.get("method").is_none() {
+                return line;
+            }
+        }
+    };
+    call(1, "initialize", json!({"protocolVersion": 1}));
+    let resumes: Vec<Duration> = (0..10)
+        .map(|i| {
+            let started = Instant::now();
+            let resumed = call(
+                10 + 2 * i,
+                "session/resume",
+                json!({"sessionId": session, "cwd": dir, "mcpServers": []}),
+            );
+            let took = started.elapsed();
+            assert!(resumed["result"].is_object(), "{resumed}");
+            call(11 + 2 * i, "session/close", json!({"sessionId": session}));
+            took
+        })
+        .collect();
+    println!(
+        "session/resume of a session with {total} events: {}",
+        percentiles(resumes)
+    );
+    drop(stdin);
+    let _ = child.wait();
+    drop(kept);
+}
+
+/// `session/set_config_option` round trip: the mode, switched back and forth.
+fn option_round_trip() {
+    let (mut agent, _) = Agent::start(json!([]));
+    agent.initialize();
+    let session = agent.session();
+    let trips: Vec<Duration> = (0..200)
+        .map(|i| {
+            let value = if i % 2 == 0 { "allow" } else { "ask" };
+            let started = Instant::now();
+            let id = agent.request(
+                "session/set_config_option",
+                json!({"sessionId": session, "configId": "mode", "value": value}),
+            );
+            let answer = agent.response(id);
+            let took = started.elapsed();
+            assert!(answer["result"]["configOptions"].is_array(), "{answer}");
+            took
+        })
+        .collect();
+    println!(
+        "session/set_config_option round trip: {}",
+        percentiles(trips)
+    );
+    agent.close();
 }

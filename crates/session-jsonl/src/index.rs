@@ -58,16 +58,13 @@ pub(crate) struct Entry {
 /// or unreadable index is an empty one.
 pub(crate) fn read(dir: &Path) -> (HashMap<String, Entry>, usize) {
     let mut entries: HashMap<String, Entry> = HashMap::new();
-    let Ok(file) = File::open(dir.join(INDEX_FILE)) else {
+    let Ok(bytes) = std::fs::read(dir.join(INDEX_FILE)) else {
         return (entries, 0);
     };
     let mut lines = 0;
-    for line in BufReader::new(file).split(b'\n') {
-        let Ok(line) = line else { break };
+    for parsed in parse(&bytes) {
         lines += 1;
-        let Ok(line) = serde_json::from_slice::<Line>(&line) else {
-            continue;
-        };
+        let Some(line) = parsed else { continue };
         let kept = entries
             .get(&line.file)
             .filter(|old| old.ino == line.ino && old.header == line.header)
@@ -83,6 +80,48 @@ pub(crate) fn read(dir: &Path) -> (HashMap<String, Entry>, usize) {
         );
     }
     (entries, lines)
+}
+
+/// Below this many bytes an index is parsed on the calling thread.
+const PARALLEL_FROM: usize = 256 * 1024;
+
+/// Every line of `bytes`, in order, `None` for one that is not an index line. A large index
+/// is cut at line ends into one part per core, parsed side by side.
+fn parse(bytes: &[u8]) -> Vec<Option<Line>> {
+    let parse_part = |part: &[u8]| -> Vec<Option<Line>> {
+        part.split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice::<Line>(line).ok())
+            .collect()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if bytes.len() < PARALLEL_FROM || threads < 2 {
+        return parse_part(bytes);
+    }
+    let mut parts = Vec::with_capacity(threads);
+    let mut rest = bytes;
+    for i in (1..threads).rev() {
+        let target = rest.len() / (i + 1);
+        let cut = rest[target..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(rest.len(), |at| target + at + 1);
+        let (part, after) = rest.split_at(cut);
+        parts.push(part);
+        rest = after;
+    }
+    parts.push(rest);
+    std::thread::scope(|scope| {
+        let parsing: Vec<_> = parts
+            .iter()
+            .map(|part| scope.spawn(move || parse_part(part)))
+            .collect();
+        parsing
+            .into_iter()
+            .zip(&parts)
+            .flat_map(|(parsed, part)| parsed.join().unwrap_or_else(|_| parse_part(part)))
+            .collect()
+    })
 }
 
 /// Appends `lines` to the index of `dir` in one write.
@@ -194,4 +233,57 @@ struct LegacyPrompt {
 #[derive(Deserialize)]
 struct LegacyText {
     text: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(file: &str, title: Option<&str>) -> Line {
+        Line {
+            file: file.to_owned(),
+            ino: 7,
+            len: 100,
+            header: SessionHeader {
+                version: 1,
+                id: dsh_session::SessionId::parse("s").unwrap_or_else(|_| unreachable!()),
+                created_at: 0,
+                cwd: "/w".into(),
+                parent: None,
+                seed_len: None,
+            },
+            title: title.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_large_index_parsed_in_parts_reads_as_one_in_order() {
+        let mut bytes = Vec::new();
+        // Enough lines to be cut into parts; every log's last line is the one that counts,
+        // and a line without a title keeps the title before it.
+        for i in 0..4_000 {
+            let name = format!("log-{}.jsonl", i % 1_000);
+            let title = format!("title {i}");
+            let written = line(&name, (i < 3_000).then_some(title.as_str()));
+            serde_json::to_writer(&mut bytes, &written).unwrap_or_else(|_| unreachable!());
+            bytes.push(b'\n');
+            if i == 1_234 {
+                bytes.extend_from_slice(b"{not a line\n");
+            }
+        }
+        assert!(bytes.len() > PARALLEL_FROM);
+        let parsed = parse(&bytes);
+        assert_eq!(parsed.len(), 4_001);
+        assert_eq!(parsed.iter().filter(|l| l.is_none()).count(), 1);
+        let dir = tempfile::tempdir().unwrap_or_else(|_| unreachable!());
+        std::fs::write(dir.path().join(INDEX_FILE), &bytes).unwrap_or_else(|_| unreachable!());
+        let (entries, lines) = read(dir.path());
+        assert_eq!(lines, 4_001);
+        assert_eq!(entries.len(), 1_000);
+        assert_eq!(
+            entries["log-7.jsonl"].title.as_deref(),
+            Some("title 2007"),
+            "the last titled line of log 7"
+        );
+    }
 }

@@ -92,7 +92,7 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
             }
         },
     };
-    let mut by_id: HashMap<SessionId, Vec<SessionSummary>> = HashMap::new();
+    let mut found_all: Vec<SessionSummary> = Vec::new();
     for dir in dirs {
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -102,58 +102,38 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
                 continue;
             }
         };
+        let logs: Vec<Log> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let path = entry.path();
+                let wanted = !hidden(&path) && path.extension().is_some_and(|e| e == "jsonl");
+                wanted.then(|| Log {
+                    name: entry.file_name().to_string_lossy().into_owned(),
+                    path,
+                    entry,
+                })
+            })
+            .collect();
         let (mut indexed, lines) = index::read(&dir);
         let mut missing = Vec::new();
-        let mut logs = 0usize;
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            if hidden(&path) || path.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            logs += 1;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let meta = match entry.metadata() {
-                Ok(meta) => meta,
-                Err(e) => {
-                    listing.skipped.push(SkippedLog {
-                        location: location(&path),
-                        reason: format!("cannot stat: {e}"),
-                    });
+        for outcome in examine(&logs, &indexed) {
+            let found = match outcome {
+                Examined::Known(summary) => summary,
+                Examined::Read(summary, line) => {
+                    missing.push(line);
+                    summary
+                }
+                Examined::Skipped(skipped) => {
+                    listing.skipped.push(skipped);
                     continue;
                 }
             };
-            let known = indexed
-                .get(&name)
-                .filter(|known| known.describes(meta.ino(), meta.len()))
-                .cloned();
-            let found = match known {
-                Some(known) => Ok(indexed_summary(&path, &meta, known)),
-                None => summary(&path).inspect(|(summary, meta)| {
-                    missing.push(index::Line {
-                        file: name.clone(),
-                        ino: meta.ino(),
-                        len: meta.len(),
-                        header: summary.header.clone(),
-                        title: summary.title.clone(),
-                    });
-                }),
-            };
-            match found {
-                Ok((summary, _)) if cwd.is_none_or(|c| c == summary.header.cwd) => {
-                    by_id
-                        .entry(summary.header.id.clone())
-                        .or_default()
-                        .push(summary);
-                }
-                Ok(_) => {}
-                Err(reason) => listing.skipped.push(SkippedLog {
-                    location: location(&path),
-                    reason,
-                }),
+            if cwd.is_none_or(|c| c == found.header.cwd) {
+                found_all.push(found);
             }
         }
         // Keeping the index true is best effort: a listing never fails for it.
-        if index::overgrown(lines + missing.len(), logs) {
+        if index::overgrown(lines + missing.len(), logs.len()) {
             for line in missing {
                 indexed.insert(
                     line.file,
@@ -170,16 +150,24 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
             let _ = index::append(&dir, &missing);
         }
     }
-    for (id, mut found) in by_id {
-        if found.len() == 1 {
-            listing.sessions.append(&mut found);
+    // An id stored more than once is listed nowhere: which log is the session is unknowable.
+    let mut seen: HashMap<&SessionId, usize> = HashMap::with_capacity(found_all.len());
+    for summary in &found_all {
+        *seen.entry(&summary.header.id).or_default() += 1;
+    }
+    let twice: std::collections::HashSet<SessionId> = seen
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(id, _)| id.clone())
+        .collect();
+    for summary in found_all {
+        if twice.contains(&summary.header.id) {
+            listing.skipped.push(SkippedLog {
+                reason: format!("session {} is stored more than once", summary.header.id),
+                location: summary.location,
+            });
         } else {
-            for summary in found {
-                listing.skipped.push(SkippedLog {
-                    location: summary.location,
-                    reason: format!("session {id} is stored more than once"),
-                });
-            }
+            listing.sessions.push(summary);
         }
     }
     listing.sessions.sort_by(|a, b| {
@@ -193,21 +181,102 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
     listing
 }
 
-/// A listed log the index describes: nothing of it is read.
-fn indexed_summary(
-    path: &Path,
-    meta: &std::fs::Metadata,
-    known: index::Entry,
-) -> (SessionSummary, std::fs::Metadata) {
-    (
-        SessionSummary {
-            header: known.header,
+/// What the listing learned of one log.
+enum Examined {
+    /// The index describes it.
+    Known(SessionSummary),
+    /// It was read, and the index misses this line.
+    Read(SessionSummary, index::Line),
+    /// It could not be listed.
+    Skipped(SkippedLog),
+}
+
+/// Below this many logs a directory is examined on the calling thread.
+const PARALLEL_FROM: usize = 512;
+
+/// A log a directory listing found.
+struct Log {
+    path: PathBuf,
+    name: String,
+    entry: std::fs::DirEntry,
+}
+
+/// Examines `logs`, in order: a `stat` each, and a read of those the index does not
+/// describe. A stat costs microseconds on a slow disk, so a large directory is split across
+/// the machine's cores.
+fn examine(logs: &[Log], indexed: &HashMap<String, index::Entry>) -> Vec<Examined> {
+    let one = |log: &Log| examine_one(log, indexed);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if logs.len() < PARALLEL_FROM || threads < 2 {
+        return logs.iter().map(one).collect();
+    }
+    let chunk = logs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = logs
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .zip(logs.chunks(chunk))
+            .flat_map(|(part, logs)| {
+                // A panicked examiner costs its part a second, sequential try.
+                part.join()
+                    .unwrap_or_else(|_| logs.iter().map(one).collect())
+            })
+            .collect()
+    })
+}
+
+fn examine_one(log: &Log, indexed: &HashMap<String, index::Entry>) -> Examined {
+    let (path, name) = (log.path.as_path(), log.name.as_str());
+    // Relative to the directory (one name to resolve, not the whole path), following a
+    // symbolic link as opening the log would.
+    let stat = match log.entry.file_type() {
+        Ok(kind) if !kind.is_symlink() => log.entry.metadata(),
+        Ok(_) | Err(_) => std::fs::metadata(path),
+    };
+    let meta = match stat {
+        Ok(meta) => meta,
+        Err(e) => {
+            return Examined::Skipped(SkippedLog {
+                location: location(path),
+                reason: format!("cannot stat: {e}"),
+            });
+        }
+    };
+    if let Some(known) = indexed
+        .get(name)
+        .filter(|known| known.describes(meta.ino(), meta.len()))
+    {
+        return Examined::Known(indexed_summary(path, &meta, known.clone()));
+    }
+    match summary(path) {
+        Ok((summary, meta)) => {
+            let line = index::Line {
+                file: name.to_owned(),
+                ino: meta.ino(),
+                len: meta.len(),
+                header: summary.header.clone(),
+                title: summary.title.clone(),
+            };
+            Examined::Read(summary, line)
+        }
+        Err(reason) => Examined::Skipped(SkippedLog {
             location: location(path),
-            updated_at: updated_at(meta),
-            title: known.title,
-        },
-        meta.clone(),
-    )
+            reason,
+        }),
+    }
+}
+
+/// A listed log the index describes: nothing of it is read.
+fn indexed_summary(path: &Path, meta: &std::fs::Metadata, known: index::Entry) -> SessionSummary {
+    SessionSummary {
+        header: known.header,
+        location: location(path),
+        updated_at: updated_at(meta),
+        title: known.title,
+    }
 }
 
 /// A listed log the index does not describe: its header line, then its title from the log.

@@ -153,3 +153,38 @@ async fn an_index_grown_past_its_logs_is_rewritten_whole() {
     assert_eq!(after.lines().count(), 1, "{after}");
     p.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_directory_is_listed_whole_and_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    // More logs than one thread examines, half of them unknown to the index.
+    for i in 0..700 {
+        let name = format!("s{i:04}");
+        let events = vec![prompt(0, &name), title(1, &name, TitleSource::Prompt)];
+        write(&p, &name, events).await;
+        if i == 349 {
+            for index in index_files(dir.path()) {
+                std::fs::remove_file(index).unwrap();
+            }
+        }
+    }
+    for _ in 0..2 {
+        let listing = p.list(&ListQuery::default()).await.unwrap();
+        assert!(listing.skipped.is_empty(), "{:?}", listing.skipped);
+        assert_eq!(listing.sessions.len(), 700);
+        assert!(
+            listing
+                .sessions
+                .iter()
+                .all(|s| s.title.as_deref() == Some(s.header.id.as_str()))
+        );
+        assert!(
+            listing
+                .sessions
+                .windows(2)
+                .all(|w| w[0].updated_at >= w[1].updated_at)
+        );
+    }
+    p.shutdown().await.unwrap();
+}
