@@ -304,35 +304,12 @@ fn list_many() {
         )
         .unwrap();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-        .args(["--data-dir"])
-        .arg(dir.join("data"))
-        .args(["--replay", "demo", "acp"])
-        .current_dir(&dir)
-        .env("DSH_LOG", "error")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut call = |id: i64, method: &str, params: Value| -> Value {
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{frame}").unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-            if line["id"] == id {
-                return line;
-            }
-        }
-    };
-    call(1, "initialize", json!({"protocolVersion": 1}));
+    let mut server = Stored::start(&dir);
+    server.call(1, "initialize", json!({"protocolVersion": 1}));
     let firsts: Vec<Duration> = (0..30)
         .map(|i| {
             let started = Instant::now();
-            let page = call(10 + i, "session/list", json!({"cwd": dir}));
+            let page = server.call(10 + i, "session/list", json!({"cwd": dir}));
             assert_eq!(page["result"]["sessions"].as_array().unwrap().len(), 50);
             started.elapsed()
         })
@@ -344,7 +321,7 @@ fn list_many() {
     let started = Instant::now();
     let (mut cursor, mut listed, mut next) = (Value::Null, 0, 100);
     loop {
-        let page = call(next, "session/list", json!({"cwd": dir, "cursor": cursor}));
+        let page = server.call(next, "session/list", json!({"cwd": dir, "cursor": cursor}));
         next += 1;
         listed += page["result"]["sessions"].as_array().unwrap().len();
         cursor = page["result"]["nextCursor"].clone();
@@ -356,8 +333,7 @@ fn list_many() {
         "session/list of 10,000 stored sessions, every page ({listed} sessions): {:?}",
         started.elapsed()
     );
-    drop(stdin);
-    let _ = child.wait();
+    server.finish();
     drop(kept);
 }
 
@@ -413,42 +389,19 @@ fn resume_long() {
     }
     let total = out.len() - 1;
     std::fs::write(&log, out.join("\n") + "\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-        .args(["--data-dir"])
-        .arg(dir.join("data"))
-        .args(["--replay", "demo", "acp"])
-        .current_dir(&dir)
-        .env("DSH_LOG", "error")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut frames = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut call = |id: i64, method: &str, params: Value| -> Value {
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{frame}").unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let line: Value = serde_json::from_str(&frames.next().unwrap().unwrap()).unwrap();
-            if line["id"] == id && line.get("method").is_none() {
-                return line;
-            }
-        }
-    };
-    call(1, "initialize", json!({"protocolVersion": 1}));
+    let mut server = Stored::start(&dir);
+    server.call(1, "initialize", json!({"protocolVersion": 1}));
     let resumes: Vec<Duration> = (0..10)
         .map(|i| {
             let started = Instant::now();
-            let resumed = call(
+            let resumed = server.call(
                 10 + 2 * i,
                 "session/resume",
                 json!({"sessionId": session, "cwd": dir, "mcpServers": []}),
             );
             let took = started.elapsed();
             assert!(resumed["result"].is_object(), "{resumed}");
-            call(11 + 2 * i, "session/close", json!({"sessionId": session}));
+            server.call(11 + 2 * i, "session/close", json!({"sessionId": session}));
             took
         })
         .collect();
@@ -456,8 +409,7 @@ fn resume_long() {
         "session/resume of a session with {total} events: {}",
         percentiles(resumes)
     );
-    drop(stdin);
-    let _ = child.wait();
+    server.finish();
     drop(kept);
 }
 
@@ -485,4 +437,52 @@ fn option_round_trip() {
         percentiles(trips)
     );
     agent.close();
+}
+
+/// `dsh acp` over the sessions stored under a directory, driven one request at a time.
+struct Stored {
+    child: Child,
+    stdin: ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Stored {
+    fn start(dir: &std::path::Path) -> Stored {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
+            .args(["--data-dir"])
+            .arg(dir.join("data"))
+            .args(["--replay", "demo", "acp"])
+            .current_dir(dir)
+            .env("DSH_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Stored {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Sends a request; returns its response.
+    fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{frame}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let line: Value = serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap();
+            if line["id"] == id && line.get("method").is_none() {
+                return line;
+            }
+        }
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
 }
