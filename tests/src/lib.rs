@@ -226,3 +226,32 @@ pub fn first_user_text(request: &serde_json::Value) -> String {
         .unwrap_or_else(|| panic!("no user message in {request}"))
         .to_owned()
 }
+
+/// `tests/acp-peer`, when node and the package `marker` (a path under `node_modules`) are
+/// installed there. Without them a test is skipped with a warning, except under `CI`, where
+/// it fails: CI cannot pass without the peers having run.
+pub fn acp_peer_dir(marker: &str) -> Option<PathBuf> {
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("acp-peer");
+    let installed = peer.join("node_modules").join(marker).exists();
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if installed && node {
+        return Some(peer);
+    }
+    let why = if node {
+        "run `npm ci` in tests/acp-peer"
+    } else {
+        "node is not installed"
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "the ACP peers must run in CI: {why}"
+    );
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("warning: skipping an ACP peer test: {why}");
+    }
+    None
+}
