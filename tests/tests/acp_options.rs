@@ -117,12 +117,17 @@ async fn a_chosen_model_and_reasoning_level_reach_the_next_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_change_survives_a_load_in_a_new_process() {
-    let server =
-        MockModelServer::start(vec![MockResponse::text("one"), MockResponse::text("two")]).await;
+async fn a_change_survives_a_load_in_a_new_process_and_a_flag_overrides_it_in_the_terminal() {
+    let server = MockModelServer::start(vec![
+        MockResponse::text("one"),
+        MockResponse::text("two"),
+        MockResponse::text("three"),
+        MockResponse::text("four"),
+    ])
+    .await;
     server.serve_models(&["mock-model", "mock-large"]);
     let base = server.base_url();
-    let loaded = tokio::task::spawn_blocking(move || {
+    let (loaded, log) = tokio::task::spawn_blocking(move || {
         let sandbox = Sandbox::new();
         let mut first = AcpDriver::serving(&sandbox, &base, &[]);
         first.initialize(false);
@@ -141,7 +146,29 @@ async fn a_change_survives_a_load_in_a_new_process() {
         let (loaded, _) = again.response(&id);
         again.prompt_to_end(&session, "second");
         again.finish();
-        loaded["result"].clone()
+
+        // In the terminal: the session's choice holds, unless a flag says otherwise.
+        for args in [
+            vec!["--base-url", &base, "run", "-c", "third"],
+            vec![
+                "--base-url",
+                &base,
+                "--model",
+                "mock-model",
+                "run",
+                "-c",
+                "fourth",
+            ],
+        ] {
+            let out = sandbox
+                .dsh(&args)
+                .env("DSH_API_KEY_ENV", "")
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", dsh_e2e::text(&out.stderr));
+        }
+        let log = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+        (loaded["result"].clone(), log)
     })
     .await
     .unwrap();
@@ -149,8 +176,31 @@ async fn a_change_survives_a_load_in_a_new_process() {
     assert_eq!(option(options, "model")["currentValue"], "mock-large");
     assert_eq!(option(options, "mode")["currentValue"], "accept-edits");
     assert_eq!(loaded["modes"]["currentModeId"], "accept-edits");
-    let requests = server.requests();
-    assert_eq!(requests[1].json()["model"], "mock-large", "after the load");
+    let models: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        ["mock-large", "mock-large", "mock-large", "mock-model"],
+        "chosen, after the load, in the terminal, and with --model"
+    );
+    let changes: Vec<Value> = log
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "config/changed")
+        .map(|e| e["data"].clone())
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            json!({"key": "model", "old": "mock-model", "new": "mock-large", "origin": "acp"}),
+            json!({"key": "mode", "old": "ask", "new": "accept-edits", "origin": "acp"}),
+            json!({"key": "model", "old": "mock-large", "new": "mock-model", "origin": "flag"}),
+        ]
+    );
     server.verify();
 }
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use dsh_agent::commands::{Commands, Invocation};
 use dsh_agent::{
-    Agent, AgentHandle, AgentRegistry, CancelCause, CreateAgent, ResumeAgent, TurnOutcome,
-    TurnTicket, UserMessage,
+    Agent, AgentHandle, AgentRegistry, CancelCause, ConfigChange, ConfigOrigin, CreateAgent,
+    ResumeAgent, TurnOutcome, TurnTicket, UserMessage,
 };
 use dsh_kernel::Runtime;
 use std::path::Path;
@@ -30,7 +30,7 @@ use crate::ask::TerminalGate;
 use crate::exit::{self, Failure};
 use crate::model;
 use crate::render::{Renderer, View, fit, stderr_width};
-use crate::settings::{CommandFlags, Settings};
+use crate::settings::{CommandFlags, Settings, Source};
 use crate::signals::{Quit, Signals};
 
 /// How long a forced teardown (second Ctrl-C, SIGTERM) may take.
@@ -200,6 +200,7 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
             approval: prepared.approval,
             auth_hint: model::auth_hint(&prepared.settings),
             prices: prepared.settings.prices.clone(),
+            explicit: explicit(&prepared.settings),
         },
         view,
         &label,
@@ -266,6 +267,22 @@ struct Start {
     auth_hint: String,
     /// The model's prices, for the footer's cost.
     prices: Option<dsh_llm::Prices>,
+    /// The settings given for this run by flag or environment: on a resumed session that
+    /// chose otherwise (in an editor's picker), they win, and the change is recorded.
+    explicit: Vec<ConfigChange>,
+}
+
+/// The model and reasoning level this run was given explicitly (a flag or a variable).
+fn explicit(settings: &Settings) -> Vec<ConfigChange> {
+    let given = |source: &Source| matches!(source, Source::Flag(_) | Source::Env(_));
+    let mut changes = Vec::new();
+    if given(&settings.model.source) {
+        changes.push(ConfigChange::Model(settings.model.value.clone()));
+    }
+    if let (true, Some(level)) = (given(&settings.reasoning.source), settings.reasoning.value) {
+        changes.push(ConfigChange::ThoughtLevel(level));
+    }
+    changes
 }
 
 async fn start(
@@ -287,11 +304,20 @@ async fn start(
             if let Some(gate) = how.approval {
                 resume = resume.with_approval(gate as Arc<dyn ApprovalGate>);
             }
-            registry
+            let handle = registry
                 .resume(resume)
                 .await
-                .map(|h| (h, true))
-                .map_err(|e| Failure::internal(format!("cannot resume session {id}: {e}")))
+                .map_err(|e| Failure::internal(format!("cannot resume session {id}: {e}")))?;
+            for change in how.explicit {
+                // Recorded only when the session had chosen otherwise.
+                if let Err(e) = handle.agent().configure(change, ConfigOrigin::Flag) {
+                    handle.dispose().await;
+                    return Err(Failure::internal(format!(
+                        "cannot apply the settings to session {id}: {e}"
+                    )));
+                }
+            }
+            Ok((handle, true))
         }
         None => {
             let mut create = CreateAgent::new(owner).with_cwd(cwd);
