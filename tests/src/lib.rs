@@ -255,3 +255,68 @@ pub fn acp_peer_dir(marker: &str) -> Option<PathBuf> {
     }
     None
 }
+
+/// The MCP reference server's entry point (`tests/mcp-servers`), when node and the package
+/// are installed; skipped otherwise with a warning, except under `CI`, where it fails.
+pub fn mcp_reference_server() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if script.is_file() && node {
+        return Some(script);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "the MCP reference server must run in CI: run `npm ci` in tests/mcp-servers"
+    );
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "warning: skipping an MCP reference server test: run `npm ci` in tests/mcp-servers"
+        );
+    }
+    None
+}
+
+/// Every process whose environment holds `marker` (`NAME=value`): what a test started,
+/// however far it was detached (a daemon, a child in its own process group).
+pub fn marked_processes(marker: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+        })
+        .collect()
+}
+
+/// Waits, on each one's pidfd (no polling), until every process holding `marker` is gone;
+/// panics after 30 s.
+pub fn wait_gone(marker: &str) {
+    for pid in marked_processes(marker) {
+        let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+            continue;
+        };
+        let Ok(fd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
+            continue;
+        };
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let limit = rustix::event::Timespec {
+            tv_sec: 30,
+            tv_nsec: 0,
+        };
+        let ready = rustix::event::poll(&mut fds, Some(&limit)).unwrap_or(0);
+        assert_eq!(ready, 1, "process {pid:?} did not end within 30 s");
+    }
+    assert!(marked_processes(marker).is_empty());
+}

@@ -8,49 +8,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use dsh_e2e::{Sandbox, acp_peer_dir, binary, text};
+use dsh_e2e::{Sandbox, acp_peer_dir, binary, text, wait_gone};
 use serde_json::{Value, json};
-
-/// Every process whose environment holds `marker` (acpx's background owner and the dsh it
-/// started inherit it from the acpx run).
-fn marked(marker: &str) -> Vec<rustix::process::Pid> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
-        })
-        .filter_map(rustix::process::Pid::from_raw)
-        .collect()
-}
-
-/// Waits, on each one's pidfd (no polling), until every process holding `marker` is gone:
-/// then dsh has released the session's lock and acpx has no live owner to queue on.
-fn wait_gone(marker: &str) {
-    for pid in marked(marker) {
-        let Ok(fd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
-            continue;
-        };
-        let mut fds = [rustix::event::PollFd::new(
-            &fd,
-            rustix::event::PollFlags::IN,
-        )];
-        let limit = rustix::event::Timespec {
-            tv_sec: 30,
-            tv_nsec: 0,
-        };
-        let ready = rustix::event::poll(&mut fds, Some(&limit)).unwrap();
-        assert_eq!(
-            ready, 1,
-            "process {pid:?} of this test did not end within 30 s"
-        );
-    }
-    assert!(marked(marker).is_empty());
-}
 
 fn acpx(peer: &Path, sandbox: &Sandbox, marker: &str, agent: &str, args: &[&str]) -> Output {
     Command::new(peer.join("node_modules/.bin/acpx"))

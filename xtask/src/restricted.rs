@@ -13,8 +13,8 @@ pub struct Restricted {
     pub why: &'static str,
 }
 
-const HTTP: &str = "only dsh-llm-openai speaks HTTP: no other crate ships an HTTP client or server (architecture invariant 5)";
-const ONLY_OPENAI: &[&str] = &["dsh-llm-openai"];
+const HTTP: &str = "only dsh-llm-openai (the model API) and dsh-mcp-rmcp (MCP's streamable HTTP) speak HTTP: no other crate ships an HTTP client or server (architecture invariant 5)";
+const HTTP_CLIENTS: &[&str] = &["dsh-llm-openai", "dsh-mcp-rmcp"];
 
 /// HTTP clients, servers, frameworks and transports.
 const HTTP_STACKS: &[&str] = &[
@@ -73,8 +73,13 @@ pub fn lookup(package: &str) -> Option<Restricted> {
             allowed: &[],
             why: "no crate ships the ACP SDK; the bridge uses the schema crate with its own transport and SDK clients serve only as test peers (architecture invariant 5)",
         }),
+        // The MCP SDK carries an HTTP client: it is the MCP provider's alone.
+        "rmcp" => Some(Restricted {
+            allowed: &["dsh-mcp-rmcp"],
+            why: "only dsh-mcp-rmcp uses rmcp: the MCP seam's consumers name dsh-mcp (architecture invariant 5)",
+        }),
         http => HTTP_STACKS.contains(&http).then_some(Restricted {
-            allowed: ONLY_OPENAI,
+            allowed: HTTP_CLIENTS,
             why: HTTP,
         }),
     }
@@ -93,6 +98,10 @@ mod tests {
         assert!(lookup("tonic").is_some());
         assert!(lookup("hyper-rustls").is_some());
         assert!(lookup("serde").is_none());
-        assert_eq!(lookup("reqwest").map(|r| r.allowed), Some(ONLY_OPENAI));
+        assert_eq!(lookup("reqwest").map(|r| r.allowed), Some(HTTP_CLIENTS));
+        assert_eq!(
+            lookup("rmcp").map(|r| r.allowed),
+            Some(&["dsh-mcp-rmcp"][..])
+        );
     }
 }

@@ -1,0 +1,19 @@
+//! Seam role: provider of dsh_mcp::McpConnector — MCP servers over stdio (a child process in
+//! its own process group) and over streamable HTTP, on the official Rust SDK, `rmcp`.
+//!
+//! Invariants:
+//! - connecting is bounded by the spec's startup timeout; a child that did not finish the
+//!   initialization in time is killed with its whole process group;
+//! - a call is bounded by the spec's tool timeout; cancelling it drops the request, which
+//!   sends MCP's `notifications/cancelled` to the server;
+//! - shutting a server down (or dropping it) closes the connection and kills a child's
+//!   process group, so nothing it started outlives it;
+//! - the server's stderr goes to dsh's log (`tracing`), never to dsh's stdout;
+//! - content the model cannot read yet (images, audio, resources) is described in one line.
+#![deny(missing_docs)]
+
+mod connect;
+mod content;
+mod server;
+
+pub use connect::RmcpConnector;
