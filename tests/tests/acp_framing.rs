@@ -32,7 +32,7 @@ fn initialize_says_exactly_what_dsh_does() {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
-                "mcpCapabilities": {"http": false, "sse": false},
+                "mcpCapabilities": {"http": true, "sse": false},
                 "sessionCapabilities": {
                     "systemPrompt": {"mode": {"override": {}}},
                     "list": {}, "resume": {}, "close": {}, "delete": {}

@@ -104,6 +104,7 @@ async fn the_reference_server_over_streamable_http() {
         .arg(&script)
         .arg("streamableHttp")
         .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()

@@ -202,6 +202,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-tool-bash", "consumer", None),
         ("dsh-tool-fs", "consumer", None),
         ("dsh-tool-todo", "consumer", None),
+        ("dsh-tool-mcp", "consumer", None),
         ("dsh-acp", "consumer", None),
         ("dsh", "root", None),
         ("dsh-test-support", "support", None),

@@ -20,7 +20,7 @@ use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Scope};
 use dsh_llm::Model;
 use dsh_session::{Session, SessionId, SessionStore};
-use dsh_tools::{ApprovalGate, Roots};
+use dsh_tools::{ApprovalGate, Roots, ToolRegistry};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -41,6 +41,8 @@ pub(crate) struct LoopAgent {
     pub(crate) approval: Option<Arc<dyn ApprovalGate>>,
     /// The caller's file access; `None` is the kernel's file service.
     pub(crate) files: Option<Arc<dyn FileAccess>>,
+    /// The caller's tools; `None` is the kernel's tool registry.
+    pub(crate) tools: Option<Arc<dyn ToolRegistry>>,
     /// The session's directories besides its cwd.
     pub(crate) additional_dirs: Vec<PathBuf>,
     pub(crate) shared: Arc<Loop>,
@@ -100,6 +102,14 @@ impl LoopAgent {
         )
     }
 
+    /// The tools this agent is offered: the caller's, else the kernel's registry.
+    pub(crate) fn tool_registry(&self) -> Result<Arc<dyn ToolRegistry>, dsh_kernel::KernelError> {
+        match &self.tools {
+            Some(tools) => Ok(tools.clone()),
+            None => self.scope.require::<dyn ToolRegistry>(),
+        }
+    }
+
     /// Where this agent's tools read and write files: the caller's, else the kernel's.
     pub(crate) fn file_access(&self) -> Option<Arc<dyn FileAccess>> {
         self.files
@@ -135,6 +145,7 @@ pub(crate) struct AgentParts {
     pub(crate) store: Arc<SessionStore>,
     pub(crate) approval: Option<Arc<dyn ApprovalGate>>,
     pub(crate) files: Option<Arc<dyn FileAccess>>,
+    pub(crate) tools: Option<Arc<dyn ToolRegistry>>,
     pub(crate) additional_dirs: Vec<PathBuf>,
     pub(crate) shared: Arc<Loop>,
     pub(crate) next_turn: u32,
@@ -153,6 +164,7 @@ impl LoopAgent {
             store: parts.store,
             approval: parts.approval,
             files: parts.files,
+            tools: parts.tools,
             additional_dirs: parts.additional_dirs,
             shared: parts.shared,
             state: Mutex::new(State {

@@ -13,7 +13,7 @@ use dsh_agent::record::{
 use dsh_kernel::{CancellationToken, contain};
 use dsh_llm::{Message, Model, ModelEvent, ModelParams, ModelRequest, Usage};
 use dsh_session::{StepMark, failure_code};
-use dsh_tools::{Effect, Roots, ToolRegistry, ToolSet};
+use dsh_tools::{Effect, Roots, ToolSet};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -138,8 +138,7 @@ async fn summarise_and_record(
         }
     };
     let tools = agent
-        .scope
-        .require::<dyn ToolRegistry>()
+        .tool_registry()
         .ok()
         .map(|registry| registry.snapshot());
     let (files_read, files_modified) = files(&since.calls, tools.as_ref(), &agent.roots());

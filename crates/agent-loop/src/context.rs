@@ -13,7 +13,6 @@ use dsh_agent::{CallerPrompt, ContextBuilder, ContextRequest, ToolBrief};
 use dsh_kernel::{CancellationToken, contain};
 use dsh_llm::Model;
 use dsh_session::{Failure, failure_code};
-use dsh_tools::ToolRegistry;
 
 use crate::writer::Writer;
 
@@ -101,7 +100,7 @@ pub(crate) async fn settle(writer: &mut Writer<'_>, token: &CancellationToken) -
 
 /// The registered tools with their guidance, in the registry's order.
 fn tool_briefs(agent: &crate::agent::LoopAgent) -> Vec<ToolBrief> {
-    let Some(registry) = agent.scope.get::<dyn ToolRegistry>() else {
+    let Ok(registry) = agent.tool_registry() else {
         return Vec::new();
     };
     let tools = registry.snapshot();

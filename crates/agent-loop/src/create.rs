@@ -19,7 +19,7 @@ use dsh_kernel::{CancellationToken, Scope, Teardown};
 use dsh_session::{
     PersistenceError, Session, SessionError, SessionId, SessionPersistence, SessionSpec,
 };
-use dsh_tools::ApprovalGate;
+use dsh_tools::{ApprovalGate, ToolRegistry};
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 
@@ -47,6 +47,7 @@ struct Plan {
     options: AgentOptions,
     approval: Option<Arc<dyn ApprovalGate>>,
     files: Option<Arc<dyn FileAccess>>,
+    tools: Option<Arc<dyn ToolRegistry>>,
     additional_dirs: Vec<PathBuf>,
 }
 
@@ -65,6 +66,7 @@ async fn create(registry: &LoopRegistry, request: CreateAgent) -> Result<AgentHa
         options,
         approval: request.approval,
         files: request.files,
+        tools: request.tools,
         additional_dirs: request.additional_dirs,
     };
     let claim = match &request.session_id {
@@ -88,6 +90,7 @@ async fn resume(registry: &LoopRegistry, request: ResumeAgent) -> Result<AgentHa
         options,
         approval: request.approval,
         files: request.files,
+        tools: request.tools,
         additional_dirs: request.additional_dirs,
     };
     run(
@@ -325,6 +328,7 @@ async fn transact(
         store,
         approval: plan.approval,
         files: plan.files,
+        tools: plan.tools,
         additional_dirs: plan.additional_dirs,
         shared: shared.clone(),
         next_turn,

@@ -13,7 +13,7 @@ use dsh_llm::{
     ToolCall, ToolSpec, Usage,
 };
 use dsh_session::{Failure, failure_code};
-use dsh_tools::{ToolRegistry, ToolSet};
+use dsh_tools::ToolSet;
 use futures::StreamExt;
 use tracing::Instrument;
 
@@ -82,7 +82,7 @@ pub(crate) async fn run_step(
         Ok(model) => model,
         Err(err) => return StepEnd::End(unavailable("model", &err)),
     };
-    let tools: ToolSet = match agent.scope.require::<dyn ToolRegistry>() {
+    let tools: ToolSet = match agent.tool_registry() {
         Ok(registry) => registry.snapshot(),
         Err(err) => return StepEnd::End(unavailable("tool registry", &err)),
     };

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use dsh_fs::FileAccess;
 use dsh_kernel::Scope;
 use dsh_session::SessionId;
-use dsh_tools::ApprovalGate;
+use dsh_tools::{ApprovalGate, ToolRegistry};
 
 use crate::agent::Agent;
 use crate::error::AgentError;
@@ -32,6 +32,10 @@ pub struct CreateAgent {
     /// Where the agent's tools read and write files (an editor's buffers); `None` is the
     /// kernel's file service (the local disk).
     pub files: Option<Arc<dyn FileAccess>>,
+    /// The tools the agent is offered; `None` is the kernel's tool registry. A front end
+    /// with tools of its own for this session (an editor's MCP servers) passes an
+    /// [`dsh_tools::OverlayToolRegistry`] over the kernel's.
+    pub tools: Option<Arc<dyn ToolRegistry>>,
     /// The session's directories besides its cwd (an editor's other workspace folders):
     /// edits there count as inside.
     pub additional_dirs: Vec<PathBuf>,
@@ -47,6 +51,7 @@ impl CreateAgent {
             options: AgentOverrides::default(),
             approval: None,
             files: None,
+            tools: None,
             additional_dirs: Vec::new(),
         }
     }
@@ -81,6 +86,12 @@ impl CreateAgent {
         self
     }
 
+    /// With the tools the agent is offered.
+    pub fn with_tools(mut self, tools: Arc<dyn ToolRegistry>) -> CreateAgent {
+        self.tools = Some(tools);
+        self
+    }
+
     /// With directories besides the cwd.
     pub fn with_additional_dirs(mut self, dirs: Vec<PathBuf>) -> CreateAgent {
         self.additional_dirs = dirs;
@@ -103,6 +114,10 @@ pub struct ResumeAgent {
     /// Where the agent's tools read and write files (an editor's buffers); `None` is the
     /// kernel's file service (the local disk).
     pub files: Option<Arc<dyn FileAccess>>,
+    /// The tools the agent is offered; `None` is the kernel's tool registry. A front end
+    /// with tools of its own for this session (an editor's MCP servers) passes an
+    /// [`dsh_tools::OverlayToolRegistry`] over the kernel's.
+    pub tools: Option<Arc<dyn ToolRegistry>>,
     /// The session's directories besides its cwd (an editor's other workspace folders):
     /// edits there count as inside.
     pub additional_dirs: Vec<PathBuf>,
@@ -117,6 +132,7 @@ impl ResumeAgent {
             options: AgentOverrides::default(),
             approval: None,
             files: None,
+            tools: None,
             additional_dirs: Vec::new(),
         }
     }
@@ -136,6 +152,12 @@ impl ResumeAgent {
     /// With the caller's file access.
     pub fn with_files(mut self, files: Arc<dyn FileAccess>) -> ResumeAgent {
         self.files = Some(files);
+        self
+    }
+
+    /// With the tools the agent is offered.
+    pub fn with_tools(mut self, tools: Arc<dyn ToolRegistry>) -> ResumeAgent {
+        self.tools = Some(tools);
         self
     }
 

@@ -14,11 +14,13 @@ use dsh_agent_context::{ContextConfig, ContextPlugin};
 use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
 use dsh_fs_local::FsLocalPlugin;
 use dsh_kernel::{Plugin, Runtime};
+use dsh_mcp_rmcp::RmcpPlugin;
 use dsh_session::SessionStorePlugin;
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
 use dsh_tool_bash::BashToolsPlugin;
 use dsh_tool_fs::FsToolsPlugin;
+use dsh_tool_mcp::McpToolsPlugin;
 use dsh_tool_todo::TodoPlugin;
 use dsh_tools::ToolRegistryPlugin;
 
@@ -106,6 +108,14 @@ async fn load_all(
         .await
         .map_err(|e| failed("the todo tool", e))?;
     runtime
+        .load(RmcpPlugin)
+        .await
+        .map_err(|e| failed("the MCP client", e))?;
+    runtime
+        .load(McpToolsPlugin::new(mcp_servers(settings)))
+        .await
+        .map_err(|e| failed("the MCP servers' tools", e))?;
+    runtime
         .load(ContextPlugin::new(context(settings)?))
         .await
         .map_err(|e| failed("the agent's context", e))?;
@@ -177,4 +187,21 @@ fn watchdog_program() -> PathBuf {
     } else {
         std::env::current_exe().unwrap_or(link)
     }
+}
+
+/// The enabled servers of `[mcp_servers]`; one that cannot be described (a `$NAME` that is
+/// not set) is reported and left out, as a server that fails to start is.
+fn mcp_servers(settings: &Settings) -> Vec<dsh_mcp::ServerSpec> {
+    settings
+        .mcp_servers
+        .iter()
+        .filter(|(server, _)| server.enabled)
+        .filter_map(|(server, _)| match server.spec() {
+            Ok(spec) => Some(spec),
+            Err(reason) => {
+                tracing::warn!("MCP server {} is not started: {reason}", server.name);
+                None
+            }
+        })
+        .collect()
 }

@@ -57,6 +57,13 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
             "api_key".into(),
             json!({"value": key, "source": format!("env {var}")}),
         );
+        for (server, path) in &s.mcp_servers {
+            out.insert(
+                format!("mcp_servers.{}", server.name),
+                json!({"value": server.summary(),
+                       "source": format!("file {}:{}", path.display(), server.line)}),
+            );
+        }
         return Ok(format!("{}\n", Value::Object(out)));
     }
     let mut text = format!("config_file = {file}\n");
@@ -69,5 +76,15 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
         text.push_str(&format!("{name} = {shown}  # {source}\n"));
     }
     text.push_str(&format!("api_key = {key}  # env {var}\n"));
+    // How each server is reached and which variables and headers it gets, never their values.
+    for (server, path) in &s.mcp_servers {
+        text.push_str(&format!(
+            "mcp_servers.{} = {:?}  # file {}:{}\n",
+            server.name,
+            server.summary(),
+            path.display(),
+            server.line
+        ));
+    }
     Ok(text)
 }

@@ -14,6 +14,8 @@
 
 mod connect;
 mod content;
+mod plugin;
 mod server;
 
 pub use connect::RmcpConnector;
+pub use plugin::RmcpPlugin;

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 /// A failed MCP operation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum McpError {
     /// The server could not be started or reached, or refused the initialization.
     #[error("MCP server {server} did not start: {reason}")]

@@ -157,14 +157,11 @@ impl Tool for TodoTool {
     }
 
     fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
-        let raw_input = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-        Some(ToolCallView::Generic {
-            title: "Update the plan".to_owned(),
-            kind: ToolKindHint::Think,
-            raw_input,
-            content: Vec::new(),
-            locations: Vec::new(),
-        })
+        Some(ToolCallView::titled(
+            "Update the plan",
+            ToolKindHint::Think,
+            call,
+        ))
     }
 
     fn present_result(
@@ -172,9 +169,7 @@ impl Tool for TodoTool {
         _call: &ToolCallRecord,
         result: &ToolResultRecord,
     ) -> Option<ToolResultView> {
-        Some(ToolResultView::Generic {
-            content: vec![result.content.clone()],
-        })
+        Some(ToolResultView::text_of(result))
     }
 }
 

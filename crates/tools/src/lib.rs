@@ -24,6 +24,8 @@
 mod approval;
 pub mod codes;
 mod context;
+mod mcp_host;
+mod overlay;
 mod permission;
 mod plan;
 mod present;
@@ -36,6 +38,8 @@ pub use codes::is_result_code;
 pub use context::{ProgressSink, ToolContext};
 /// The session's directories, which a tool's [`Tool::effect`] weighs paths against.
 pub use dsh_fs::Roots;
+pub use mcp_host::McpToolHost;
+pub use overlay::OverlayToolRegistry;
 pub use permission::{Effect, PermissionMode, UnknownMode};
 pub use plan::{PLAN_META_KEY, Plan, PlanEntry, PlanStatus};
 pub use present::{Location, TerminalExit, ToolCallView, ToolKindHint, ToolResultView};

@@ -86,6 +86,32 @@ pub enum ToolResultView {
     },
 }
 
+impl ToolCallView {
+    /// A titled card for `call`, with its arguments as the model sent them.
+    pub fn titled(
+        title: impl Into<String>,
+        kind: ToolKindHint,
+        call: &dsh_session::ToolCallRecord,
+    ) -> ToolCallView {
+        ToolCallView::Generic {
+            title: title.into(),
+            kind,
+            raw_input: serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
+            content: Vec::new(),
+            locations: Vec::new(),
+        }
+    }
+}
+
+impl ToolResultView {
+    /// The result's text as one block: the view of a tool whose output is plain text.
+    pub fn text_of(result: &dsh_session::ToolResultRecord) -> ToolResultView {
+        ToolResultView::Generic {
+            content: vec![result.content.clone()],
+        }
+    }
+}
+
 /// How a command ended, taken from structured result data, never parsed out of text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TerminalExit {

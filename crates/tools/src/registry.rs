@@ -82,6 +82,20 @@ impl ToolSet {
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
+
+    /// This set with `other`'s tools added (this set's tool wins a name both hold).
+    pub fn merged(&self, other: &ToolSet) -> ToolSet {
+        if other.is_empty() {
+            return self.clone();
+        }
+        let mut tools = (*other.tools).clone();
+        for (name, tool) in self.tools.iter() {
+            tools.insert(name.clone(), tool.clone());
+        }
+        ToolSet {
+            tools: Arc::new(tools),
+        }
+    }
 }
 
 impl std::fmt::Debug for ToolSet {

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::McpServer;
 use dsh_fs::FileAccess;
-use dsh_tools::ApprovalGate;
+use dsh_mcp::{ServerSpec, Transport};
+use dsh_tools::{ApprovalGate, McpToolHost, OverlayToolRegistry, ToolRegistry};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -36,6 +37,7 @@ pub(crate) use setup::{load_session, new_session, resume_session};
 /// `initialize`: the exact capabilities dsh has, nothing more.
 pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
     conn.state.initialize(caps);
+    let mcp = conn.scope.get::<dyn McpToolHost>().is_some();
     // The model picker's values, asked for now so that the first session need not wait.
     let early = conn.clone();
     spawn_setup(conn, async move {
@@ -46,7 +48,8 @@ pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
         "agentCapabilities": {
             "loadSession": true,
             "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
-            "mcpCapabilities": {"http": false, "sse": false},
+            // Streamable HTTP and stdio, when an MCP service is loaded; SSE never.
+            "mcpCapabilities": {"http": mcp, "sse": false},
             "sessionCapabilities": {
                 "systemPrompt": {"mode": {"override": {}}},
                 "list": {},
@@ -89,18 +92,74 @@ pub(super) fn check_scope(
     Ok(())
 }
 
-/// Editors pass the user's context servers; dsh accepts them and says once that they are
-/// not connected. Commands, URLs and environment values may hold secrets: never logged.
-pub(super) fn note_mcp_servers(servers: &[McpServer]) {
-    for server in servers {
-        let (name, transport) = match server {
-            McpServer::Http(s) => (s.name.as_str(), "http"),
-            McpServer::Sse(s) => (s.name.as_str(), "sse"),
-            McpServer::Stdio(s) => (s.name.as_str(), "stdio"),
-            _ => ("?", "other"),
-        };
-        tracing::warn!(server = %name, %transport, "MCP server not connected: dsh does not use client MCP servers");
+/// The MCP servers an editor sent for a session, as the MCP seam takes them: a stdio server
+/// runs in the session's directory. An SSE-only server is refused: dsh speaks MCP's
+/// streamable HTTP, which replaced it. Commands, URLs and values may hold secrets: never
+/// logged.
+pub(super) fn mcp_specs(servers: &[McpServer], cwd: &Path) -> Result<Vec<ServerSpec>, RpcError> {
+    servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(s) => Ok(ServerSpec {
+                transport: Transport::Stdio {
+                    command: s.command.display().to_string(),
+                    args: s.args.clone(),
+                    env: s
+                        .env
+                        .iter()
+                        .map(|v| (v.name.clone(), v.value.clone()))
+                        .collect(),
+                    cwd: Some(cwd.to_path_buf()),
+                },
+                ..ServerSpec::stdio(s.name.clone(), "", Vec::<String>::new())
+            }),
+            McpServer::Http(s) => Ok(ServerSpec {
+                transport: Transport::Http {
+                    url: s.url.clone(),
+                    headers: s
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect(),
+                },
+                ..ServerSpec::http(s.name.clone(), "")
+            }),
+            McpServer::Sse(s) => Err(RpcError::bad_field(
+                "mcpServers",
+                format!(
+                    "MCP server {:?} is an SSE server, which dsh does not speak: give its \
+                     streamable HTTP endpoint instead",
+                    s.name
+                ),
+            )),
+            _ => Err(RpcError::bad_field(
+                "mcpServers",
+                "an MCP server of an unknown transport",
+            )),
+        })
+        .collect()
+}
+
+/// Starts a session's own MCP servers (an editor's), with their tools over the process's:
+/// the tools to give its agent, the scope that owns the servers (disposed with the session),
+/// and what did not start. Without servers, or without an MCP service, nothing.
+pub(super) async fn session_mcp(
+    conn: &Conn,
+    servers: Vec<ServerSpec>,
+) -> Option<(Arc<dyn ToolRegistry>, dsh_kernel::Scope, Vec<String>)> {
+    if servers.is_empty() {
+        return None;
     }
+    let Some(host) = conn.scope.get::<dyn McpToolHost>() else {
+        tracing::warn!("the session's MCP servers are not connected: no MCP service is loaded");
+        return None;
+    };
+    let scope = conn.scope.child("session-mcp").ok()?;
+    let tools: Arc<dyn ToolRegistry> =
+        Arc::new(OverlayToolRegistry::new(conn.services.tools.clone()));
+    let failed = host.attach(&scope, tools.clone(), servers).await;
+    let failed = failed.iter().map(ToString::to_string).collect();
+    Some((tools, scope, failed))
 }
 
 /// The editor's file access for `session_id`, when the client offers it.
@@ -119,6 +178,10 @@ pub(super) struct Parts {
     pub gate: Arc<dyn ApprovalGate>,
     pub grants: Arc<Grants>,
     pub mode: ModeCell,
+    /// The scope owning the session's own MCP servers, when it has any.
+    pub mcp: Option<dsh_kernel::Scope>,
+    /// Those of its servers that did not start, with why.
+    pub mcp_failed: Vec<String>,
     pub queue: mpsc::UnboundedSender<Item>,
     pub items: mpsc::UnboundedReceiver<Item>,
 }
@@ -141,6 +204,8 @@ pub(super) fn parts(conn: &Conn) -> Parts {
         gate,
         grants,
         mode,
+        mcp: None,
+        mcp_failed: Vec::new(),
         queue,
         items,
     }
@@ -152,9 +217,10 @@ pub(super) fn install(
     handle: dsh_agent::AgentHandle,
     cwd: PathBuf,
     caps: RenderCaps,
-    parts: Parts,
+    mut parts: Parts,
 ) -> Result<Arc<Record>, dsh_agent::AgentHandle> {
     let agent = handle.agent().clone();
+    let mcp_failed = std::mem::take(&mut parts.mcp_failed);
     // A session that changed its mode before (in this editor or another) is back in it.
     if let Some(mode) = agent.config().mode {
         *parts.mode.lock() = mode;
@@ -173,12 +239,22 @@ pub(super) fn install(
         commands,
         grants: parts.grants,
         mode: parts.mode,
+        mcp: parts.mcp,
         inflight: Mutex::new(None),
         idle: watch::channel(true).0,
         queue: parts.queue,
     });
     if !conn.state.install(record.clone()) {
         return Err(handle);
+    }
+    // A server that did not start is told to the person; the session works without it.
+    for failure in mcp_failed {
+        tracing::warn!(session = %record.id, "{failure}; its tools are not offered");
+        if conn.state.notices() {
+            record.push(Item::Notice(format!(
+                "{failure}; its tools are not offered"
+            )));
+        }
     }
     let path = ordered_path(
         record.clone(),

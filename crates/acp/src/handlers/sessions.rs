@@ -197,6 +197,10 @@ pub(crate) fn close_session(conn: &Arc<Conn>, reply: Reply, request: CloseSessio
         let mut idle = record.idle.subscribe();
         let _ = tokio::time::timeout(grace * 2, idle.wait_for(|idle| *idle)).await;
         record.handle.dispose().await;
+        // The session's own MCP servers go with it.
+        if let Some(servers) = &record.mcp {
+            servers.dispose().await;
+        }
         let unsettled = record.inflight.lock().take();
         drop(unsettled);
         if let Err(err) = conn2.services.store.flush(&record.id).await {

@@ -12,7 +12,7 @@ use dsh_session::SessionId;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{check_scope, editor_files, install, note_mcp_servers, parts, session_options};
+use super::{check_scope, editor_files, install, mcp_specs, parts, session_mcp, session_options};
 use crate::conn::Conn;
 use crate::record::{Item, Record};
 use crate::render::RenderCaps;
@@ -32,18 +32,18 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionReq
         system_prompt,
         ..
     } = request;
-    let caller = match check_scope(&cwd, &additional_directories, true)
+    let checked = check_scope(&cwd, &additional_directories, true)
         .and_then(|()| caller_prompt(system_prompt))
-    {
-        Ok(caller) => caller,
+        .and_then(|caller| Ok((caller, mcp_specs(&mcp_servers, &cwd)?)));
+    let (caller, servers) = match checked {
+        Ok(checked) => checked,
         Err(error) => return reply.send(Err(error)),
     };
-    note_mcp_servers(&mcp_servers);
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
         let outcome = setup_contained("session/new", async {
-            let record = create(&conn, cwd, caller).await?;
+            let record = create(&conn, cwd, caller, servers).await?;
             let mut answer = session_options(&conn, &record).await;
             answer["sessionId"] = json!(record.id.as_str());
             Ok((record, answer))
@@ -93,12 +93,14 @@ async fn create(
     conn: &Arc<Conn>,
     cwd: PathBuf,
     caller: Option<CallerPrompt>,
+    servers: Vec<dsh_mcp::ServerSpec>,
 ) -> Result<Arc<Record>, RpcError> {
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
     }
     let session_id = SessionId::mint();
-    let parts = parts(conn);
+    let mut parts = parts(conn);
+    let mcp = session_mcp(conn, servers).await;
     let mut request = CreateAgent::new(conn.scope.clone())
         .with_id(session_id.clone())
         .with_cwd(cwd.clone())
@@ -107,12 +109,23 @@ async fn create(
     if let Some(files) = editor_files(conn, session_id.as_str()) {
         request = request.with_files(files);
     }
-    let handle = conn
-        .services
-        .registry
-        .create(request)
-        .await
-        .map_err(|e| RpcError::new(code::INTERNAL, format!("could not create session: {e}")))?;
+    if let Some((tools, scope, failed)) = mcp {
+        request = request.with_tools(tools);
+        parts.mcp = Some(scope);
+        parts.mcp_failed = failed;
+    }
+    let handle = match conn.services.registry.create(request).await {
+        Ok(handle) => handle,
+        Err(e) => {
+            if let Some(scope) = parts.mcp.take() {
+                scope.dispose().await;
+            }
+            return Err(RpcError::new(
+                code::INTERNAL,
+                format!("could not create session: {e}"),
+            ));
+        }
+    };
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
         compaction: conn.state.compaction(),
@@ -217,6 +230,10 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
     let Ok(parsed) = SessionId::parse(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
     };
+    let servers = match mcp_specs(&mcp_servers, &cwd) {
+        Ok(servers) => servers,
+        Err(error) => return reply.send(Err(error)),
+    };
     if !conn.state.reserve_load(&sent) {
         return reply.send(Err(RpcError::new(
             code::INVALID_PARAMS,
@@ -224,12 +241,18 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
         )
         .with_data(json!({ "sessionId": sent }))));
     }
-    note_mcp_servers(&mcp_servers);
     let conn2 = conn.clone();
     let task = async move {
         let conn = conn2;
-        let outcome =
-            setup_contained(method, load(&conn, &parsed, &sent, &cwd, caller, replay)).await;
+        let request = LoadRequest {
+            id: &parsed,
+            sent: &sent,
+            cwd: &cwd,
+            caller,
+            replay,
+            servers,
+        };
+        let outcome = setup_contained(method, load(&conn, request)).await;
         let attached = outcome.is_ok();
         reply.answer(outcome).await;
         if attached {
@@ -254,15 +277,26 @@ fn release_backlog(conn: &Arc<Conn>, id: &str) {
     }
 }
 
-/// Without a `systemPrompt`, the loaded agent keeps the one recorded with the session.
-async fn load(
-    conn: &Arc<Conn>,
-    id: &SessionId,
-    sent: &str,
-    cwd: &Path,
+/// What a load or resume asks for.
+struct LoadRequest<'a> {
+    id: &'a SessionId,
+    sent: &'a str,
+    cwd: &'a Path,
     caller: Option<CallerPrompt>,
     replay: bool,
-) -> Result<Value, RpcError> {
+    servers: Vec<dsh_mcp::ServerSpec>,
+}
+
+/// Without a `systemPrompt`, the loaded agent keeps the one recorded with the session.
+async fn load(conn: &Arc<Conn>, request: LoadRequest<'_>) -> Result<Value, RpcError> {
+    let LoadRequest {
+        id,
+        sent,
+        cwd,
+        caller,
+        replay,
+        servers,
+    } = request;
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
     }
@@ -286,26 +320,33 @@ async fn load(
             "requestCwd": cwd,
         })));
     }
-    let parts = parts(conn);
+    let mut parts = parts(conn);
     let mut request =
         ResumeAgent::new(conn.scope.clone(), id.clone()).with_options(overrides(caller));
     request = request.with_approval(parts.gate.clone());
     if let Some(files) = editor_files(conn, id.as_str()) {
         request = request.with_files(files);
     }
-    let handle = conn
-        .services
-        .registry
-        .resume(request)
-        .await
-        .map_err(|e| match e {
-            AgentError::NotFound { .. } => RpcError::session_not_found(sent),
-            other => {
-                tracing::warn!(session = %sent, error = %other, "a session could not be loaded");
-                RpcError::new(code::INTERNAL, "session log is unreadable")
-                    .with_data(json!({ "sessionId": sent }))
-            }
-        })?;
+    if let Some((tools, scope, failed)) = session_mcp(conn, servers).await {
+        request = request.with_tools(tools);
+        parts.mcp = Some(scope);
+        parts.mcp_failed = failed;
+    }
+    let mcp_scope = parts.mcp.clone();
+    let resumed = conn.services.registry.resume(request).await;
+    if resumed.is_err()
+        && let Some(scope) = mcp_scope
+    {
+        scope.dispose().await;
+    }
+    let handle = resumed.map_err(|e| match e {
+        AgentError::NotFound { .. } => RpcError::session_not_found(sent),
+        other => {
+            tracing::warn!(session = %sent, error = %other, "a session could not be loaded");
+            RpcError::new(code::INTERNAL, "session log is unreadable")
+                .with_data(json!({ "sessionId": sent }))
+        }
+    })?;
     let events = handle.agent().session().events();
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),

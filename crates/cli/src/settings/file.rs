@@ -26,6 +26,8 @@ pub struct Loaded {
     pub values: HashMap<&'static str, FileValue>,
     /// `[http.headers]`, in the file's order.
     pub headers: Vec<(String, String)>,
+    /// `[mcp_servers.<name>]`, in the file's order.
+    pub mcp_servers: Vec<super::mcp::McpServerEntry>,
 }
 
 /// Which file, if any, and whether it must exist: `--config`, else `DSH_CONFIG`, else the XDG
@@ -75,6 +77,7 @@ pub fn load(path: &Path, required: bool) -> Result<Option<Loaded>, Failure> {
         path: path.to_path_buf(),
         values: HashMap::new(),
         headers: Vec::new(),
+        mcp_servers: Vec::new(),
     };
     reader.table(document.as_table(), None, &mut loaded)?;
     Ok(Some(loaded))
@@ -128,6 +131,15 @@ impl Reader<'_> {
             }
             if full == "http.headers" {
                 self.headers(item, value_at, loaded)?;
+                continue;
+            }
+            if full == "mcp_servers" {
+                let mut servers =
+                    super::mcp::read(item, value_at).map_err(|(at, m)| self.refuse(at, &m))?;
+                for server in &mut servers {
+                    server.line = self.position(value_at).0;
+                }
+                loaded.mcp_servers = servers;
                 continue;
             }
             if prefix.is_none() && TABLES.contains(&name) {
@@ -195,7 +207,11 @@ fn unknown(name: &str, table: Option<&str>) -> String {
             _ => None,
         })
         .chain(match table {
-            None => TABLES.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>(),
+            None => TABLES
+                .iter()
+                .map(|t| (*t).to_owned())
+                .chain(["mcp_servers".to_owned()])
+                .collect::<Vec<_>>(),
             Some("http") => vec!["headers".to_owned()],
             Some(_) => Vec::new(),
         })

@@ -5,6 +5,7 @@
 //! mode, a max-tokens field, durations), so no command parses a setting again.
 
 mod file;
+pub mod mcp;
 mod table;
 
 use std::fmt;
@@ -94,6 +95,8 @@ pub struct Settings {
     pub send_reasoning_content: Set<bool>,
     pub max_tokens_field: Set<MaxTokensField>,
     pub headers: Vec<(String, String)>,
+    /// `[mcp_servers.<name>]` with the file that set each.
+    pub mcp_servers: Vec<(mcp::McpServerEntry, PathBuf)>,
     pub acp_permission: Set<PermissionMode>,
     pub acp_max_line_bytes: Set<usize>,
     pub acp_cancel_grace: Set<Duration>,
@@ -149,7 +152,19 @@ impl Settings {
                 "max_completion_tokens" => Some(MaxTokensField::MaxCompletionTokens),
                 _ => None,
             })?,
-            headers: loaded.map(|l| l.headers).unwrap_or_default(),
+            headers: loaded
+                .as_ref()
+                .map(|l| l.headers.clone())
+                .unwrap_or_default(),
+            mcp_servers: loaded
+                .as_ref()
+                .map(|l| {
+                    l.mcp_servers
+                        .iter()
+                        .map(|entry| (entry.clone(), l.path.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
             acp_permission: typed.get("acp.permission", |t| t.parse::<PermissionMode>().ok())?,
             acp_max_line_bytes: typed.get("acp.max_line_bytes", |t| t.parse().ok())?,
             acp_cancel_grace: typed.get("acp.cancel_grace_ms", millis)?,

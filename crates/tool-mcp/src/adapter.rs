@@ -1,0 +1,117 @@
+//! One MCP tool as an agent tool.
+
+use std::sync::Arc;
+
+use dsh_mcp::{McpError, McpTool};
+use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::{
+    Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolKindHint, ToolOutput,
+    ToolResultView, ToolSchema,
+};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::connection::Connection;
+
+pub(crate) struct McpToolAdapter {
+    /// The name the model calls it by.
+    pub(crate) name: String,
+    /// The tool as the server described it.
+    pub(crate) tool: McpTool,
+    /// Its checked input schema.
+    pub(crate) schema: Value,
+    pub(crate) connection: Arc<Connection>,
+}
+
+impl McpToolAdapter {
+    fn kind(&self) -> ToolKindHint {
+        let hints = &self.tool.annotations;
+        if hints.read_only == Some(true) {
+            ToolKindHint::Read
+        } else if hints.destructive == Some(true) {
+            ToolKindHint::Edit
+        } else if hints.open_world == Some(true) {
+            ToolKindHint::Fetch
+        } else {
+            ToolKindHint::Other
+        }
+    }
+}
+
+/// The result code of a failed MCP call, for the log and the model.
+fn code(error: &McpError) -> &'static str {
+    match error {
+        McpError::Start { .. } => "mcp_start_failed",
+        McpError::Timeout { .. } => "mcp_timeout",
+        McpError::Protocol { .. } => "mcp_protocol_error",
+        McpError::Server { .. } => "mcp_server_error",
+        McpError::Gone { .. } => "mcp_server_gone",
+        McpError::Cancelled { .. } => "cancelled",
+        McpError::Unsupported { .. } => "mcp_unsupported",
+    }
+}
+
+impl Tool for McpToolAdapter {
+    fn schema(&self) -> ToolSchema {
+        let about = self.tool.description.clone().unwrap_or_default();
+        ToolSchema {
+            name: self.name.clone(),
+            description: format!(
+                "{about} (tool `{}` of MCP server `{}`)",
+                self.tool.name,
+                self.connection.name()
+            )
+            .trim_start()
+            .to_owned(),
+            parameters: self.schema.clone(),
+        }
+    }
+
+    fn effect(&self, _args: &Value, _roots: &Roots) -> Effect {
+        // Only the server's own word that the tool reads makes it run like a read.
+        if self.tool.annotations.read_only == Some(true) {
+            Effect::Read
+        } else {
+            Effect::Execute
+        }
+    }
+
+    fn call(
+        &self,
+        args: Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let connection = self.connection.clone();
+        let tool = self.tool.name.clone();
+        let cancel = cx.cancellation().clone();
+        Box::pin(async move {
+            match connection.call(&tool, args, cancel).await {
+                Ok(outcome) => Ok(ToolOutput {
+                    content: outcome.text,
+                    is_error: outcome.is_error,
+                    meta: None,
+                }),
+                Err(error) => Err(ToolError::new(code(&error), error.to_string())),
+            }
+        })
+    }
+
+    fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
+        let shown = self
+            .tool
+            .annotations
+            .title
+            .clone()
+            .unwrap_or_else(|| self.tool.name.clone());
+        let title = format!("{}: {shown}", self.connection.name());
+        Some(ToolCallView::titled(title, self.kind(), call))
+    }
+
+    fn present_result(
+        &self,
+        _call: &ToolCallRecord,
+        result: &ToolResultRecord,
+    ) -> Option<ToolResultView> {
+        Some(ToolResultView::text_of(result))
+    }
+}

@@ -1,0 +1,24 @@
+//! The service that gives an MCP server's tools to the agents: how a front end attaches the
+//! servers an editor sent for one session, without naming the crate that implements it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dsh_kernel::Scope;
+use dsh_mcp::{McpError, ServerSpec};
+
+use crate::registry::ToolRegistry;
+
+/// Starts MCP servers and keeps their tools registered (the MCP tools plugin's service).
+#[async_trait]
+pub trait McpToolHost: Send + Sync + 'static {
+    /// Starts `servers` in parallel, each within its startup timeout, registers each one's
+    /// tools in `registry` under `scope`, and answers the servers that did not start.
+    /// Disposing `scope` shuts the servers down.
+    async fn attach(
+        &self,
+        scope: &Scope,
+        registry: Arc<dyn ToolRegistry>,
+        servers: Vec<ServerSpec>,
+    ) -> Vec<McpError>;
+}

@@ -1,0 +1,157 @@
+//! An editor's MCP servers, sent with `session/new` as Zed sends its context servers: the
+//! reference server over stdio and over streamable HTTP, its tools offered to that session
+//! alone and called; SSE refused; closing the session leaves no server process behind.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::BufRead;
+
+use dsh_e2e::acp::AcpDriver;
+use dsh_e2e::{Sandbox, mcp_reference_server, wait_gone};
+use serde_json::{Value, json};
+
+fn echoing(sandbox: &Sandbox, tool: &str) -> String {
+    sandbox.script(
+        "mcp",
+        json!([
+            {"stream": [{"tool_call": {"name": tool,
+                "arguments": {"message": "from the editor's server"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"},
+            {"stream": [{"text": "plain"}], "finish": "stop"}
+        ]),
+    )
+}
+
+fn new_session(acp: &mut AcpDriver, sandbox: &Sandbox, servers: Value) -> Value {
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": sandbox.work(), "mcpServers": servers}),
+    );
+    acp.response(&id).0
+}
+
+#[test]
+fn a_stdio_server_s_tools_belong_to_its_session_and_go_with_it() {
+    let Some(script) = mcp_reference_server() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let marker = format!("DSH_MCP_ACP={}", sandbox.root.path().display());
+    let log = sandbox.root.path().join("calls.jsonl");
+    let mut command = sandbox.dsh([
+        "--replay",
+        &echoing(&sandbox, "everything__echo"),
+        "acp",
+        "--permission",
+        "allow",
+    ]);
+    command.env("DSH_REPLAY_LOG", &log);
+    let mut acp = AcpDriver::spawn(command);
+    let init = acp.initialize(false);
+    assert_eq!(
+        init["agentCapabilities"]["mcpCapabilities"],
+        json!({"http": true, "sse": false})
+    );
+    let (name, value) = marker.split_once('=').unwrap();
+    let created = new_session(
+        &mut acp,
+        &sandbox,
+        json!([{"name": "everything", "command": "node", "args": [script],
+                "env": [{"name": name, "value": value}]}]),
+    );
+    let with_server = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let plain = acp.new_session(&sandbox.work());
+    let (response, updates) = acp.prompt_to_end(&with_server, "use the tool");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let results: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .map(Value::to_string)
+        .collect();
+    assert!(results.contains("from the editor's server"), "{results}");
+    acp.prompt_to_end(&plain, "no tools of the editor here");
+
+    let calls: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let offered = |call: &Value| {
+        call["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("everything__echo"))
+    };
+    assert!(
+        offered(&calls[0]),
+        "the session with the server: {}",
+        calls[0]
+    );
+    assert!(!offered(&calls[2]), "the other session: {}", calls[2]);
+
+    // Closing the session ends its server (and everything the server started).
+    let id = acp.request("session/close", json!({"sessionId": with_server}));
+    acp.response(&id);
+    wait_gone(&marker);
+    acp.finish();
+}
+
+#[test]
+fn a_streamable_http_server_works_and_sse_is_refused() {
+    let Some(script) = mcp_reference_server() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new("node")
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    for line in stderr.lines() {
+        if line.unwrap().contains("listening on port") {
+            break;
+        }
+    }
+    let mut acp = AcpDriver::start(
+        &sandbox,
+        &echoing(&sandbox, "web__echo"),
+        &["--permission", "allow"],
+    );
+    acp.initialize(false);
+    let refused = new_session(
+        &mut acp,
+        &sandbox,
+        json!([{"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}]),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("streamable HTTP"),
+        "{refused}"
+    );
+    let created = new_session(
+        &mut acp,
+        &sandbox,
+        json!([{"type": "http", "name": "web", "url": format!("http://127.0.0.1:{port}/mcp"),
+                "headers": []}]),
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let (response, updates) = acp.prompt_to_end(&session, "use the tool");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let results: String = updates.iter().map(Value::to_string).collect();
+    assert!(results.contains("from the editor's server"), "{results}");
+    acp.finish();
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
