@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_agent::{AgentRegistry, CreateAgent, UserMessage};
-use dsh_e2e::{Sandbox, binary};
+use dsh_e2e::{Sandbox, binary, percentiles};
 use dsh_kernel::Runtime;
 use dsh_session::SessionStorePlugin;
 use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
@@ -24,17 +24,6 @@ use dsh_test_providers::providers::{
 };
 use dsh_tool_bash::BashToolsPlugin;
 use dsh_tools::ToolRegistryPlugin;
-
-fn percentiles(mut samples: Vec<Duration>) -> String {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
-    format!(
-        "p50 {:?}, p99 {:?} ({} runs)",
-        at(0.5),
-        at(0.99),
-        samples.len()
-    )
-}
 
 fn time(mut command: impl FnMut() -> Command, runs: usize) -> Vec<Duration> {
     (0..runs)

@@ -14,21 +14,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dsh_e2e::acp::AcpDriver;
-use dsh_e2e::{Sandbox, mcp_reference_server};
+use dsh_e2e::{Sandbox, mcp_reference_server, percentiles};
 use dsh_mcp::{CancellationToken, McpConnector, ServerSpec};
 use dsh_mcp_rmcp::RmcpConnector;
 use serde_json::{Value, json};
-
-fn percentiles(mut samples: Vec<Duration>) -> String {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
-    format!(
-        "p50 {:?}, p99 {:?} ({} runs)",
-        at(0.5),
-        at(0.99),
-        samples.len()
-    )
-}
 
 /// The reference server driven by hand: one JSON-RPC line out, one line back.
 struct Direct {

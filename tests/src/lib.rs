@@ -320,3 +320,15 @@ pub fn wait_gone(marker: &str) {
     }
     assert!(marked_processes(marker).is_empty());
 }
+
+/// A benchmark's samples as `p50 …, p99 … (n runs)`.
+pub fn percentiles(mut samples: Vec<std::time::Duration>) -> String {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
+    format!(
+        "p50 {:?}, p99 {:?} ({} runs)",
+        at(0.5),
+        at(0.99),
+        samples.len()
+    )
+}

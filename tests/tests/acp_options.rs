@@ -300,6 +300,7 @@ fn set_mode_and_the_mode_option_are_one_setting() {
         json!({"sessionId": "no-such-session", "modeId": "ask"}),
     );
     let (unknown, _) = acp.response(&id);
-    assert!(unknown["error"].is_object(), "{unknown}");
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    assert_eq!(unknown["error"]["data"]["sessionId"], "no-such-session");
     acp.finish();
 }

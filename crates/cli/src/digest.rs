@@ -24,14 +24,11 @@ pub fn digest(events: &[Arc<SessionEvent>]) -> Digest {
     for event in events {
         match Record::decode(event) {
             Ok(Record::TurnStart(_)) => digest.turns += 1,
+            // The session's title: its last `session/title`, else (a log of a dsh that
+            // wrote none) what its first prompt gives.
+            Ok(Record::Title(title)) => digest.title = Some(title.title),
             Ok(Record::UserMessage(user)) if digest.title.is_none() => {
-                digest.title = user
-                    .message
-                    .text
-                    .lines()
-                    .map(str::trim)
-                    .find(|l| !l.is_empty())
-                    .map(str::to_owned);
+                digest.title = dsh_session::title_of(&user.message.text);
             }
             Ok(Record::AssistantMessage(answer)) => {
                 digest.answered = true;

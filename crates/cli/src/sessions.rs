@@ -211,11 +211,6 @@ async fn list(
             Err(_) => Digest::default(),
         };
         if digest.answered || all {
-            // The stored title (a rename's, or the first prompt's) wins over the digest's.
-            let mut digest = digest;
-            if summary.title.is_some() {
-                digest.title = summary.title.clone();
-            }
             shown.push((summary, digest));
         } else {
             hidden += 1;

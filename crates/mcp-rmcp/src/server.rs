@@ -111,17 +111,20 @@ impl McpServer for RmcpServer {
         params.arguments = arguments;
         // Dropping the request (a cancel, a timeout) sends the server MCP's cancellation.
         let call = self.peer.call_tool(params);
+        let bounded = tokio::time::timeout(self.tool_timeout, call);
         let result = tokio::select! {
-            result = call => result.map_err(|e| self.failed(e))?,
+            result = bounded => match result {
+                Ok(answer) => answer.map_err(|e| self.failed(e))?,
+                Err(_) => {
+                    return Err(McpError::Timeout {
+                        server: self.name.clone(),
+                        operation: format!("calling {tool}"),
+                        limit: self.tool_timeout,
+                    });
+                }
+            },
             () = cancel.cancelled() => {
                 return Err(McpError::Cancelled { server: self.name.clone() });
-            }
-            () = tokio::time::sleep(self.tool_timeout) => {
-                return Err(McpError::Timeout {
-                    server: self.name.clone(),
-                    operation: format!("calling {tool}"),
-                    limit: self.tool_timeout,
-                });
             }
         };
         let value = serde_json::to_value(&result).map_err(|e| McpError::Protocol {
@@ -135,20 +138,13 @@ impl McpServer for RmcpServer {
         self.changed.subscribe()
     }
 
+    /// Dropping the server without this does the same: the running service's drop closes
+    /// the transport, which kills a child's process group.
     async fn shutdown(&self) {
         let service = self.service.lock().take();
         if let Some(service) = service {
             // Closing the transport ends a child (its process group is killed on drop).
             let _ = service.cancel().await;
-        }
-    }
-}
-
-impl Drop for RmcpServer {
-    fn drop(&mut self) {
-        if let Some(service) = self.service.lock().take() {
-            // The running service's drop closes the transport and kills the child's group.
-            drop(service);
         }
     }
 }

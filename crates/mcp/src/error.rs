@@ -55,12 +55,4 @@ pub enum McpError {
         /// The server.
         server: String,
     },
-    /// The spec asks for something this provider does not do (a transport, say).
-    #[error("MCP server {server}: {what} is not supported")]
-    Unsupported {
-        /// The server.
-        server: String,
-        /// What.
-        what: String,
-    },
 }

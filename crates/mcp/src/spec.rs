@@ -45,35 +45,37 @@ impl ServerSpec {
     /// The default tool timeout.
     pub const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
+    /// A server reached by `transport`, with the default timeouts.
+    pub fn new(name: impl Into<String>, transport: Transport) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            transport,
+            startup_timeout: Self::STARTUP_TIMEOUT,
+            tool_timeout: Self::TOOL_TIMEOUT,
+        }
+    }
+
     /// A stdio server with the default timeouts.
     pub fn stdio(
         name: impl Into<String>,
         command: impl Into<String>,
         args: impl IntoIterator<Item = impl Into<String>>,
     ) -> ServerSpec {
-        ServerSpec {
-            name: name.into(),
-            transport: Transport::Stdio {
-                command: command.into(),
-                args: args.into_iter().map(Into::into).collect(),
-                env: Vec::new(),
-                cwd: None,
-            },
-            startup_timeout: Self::STARTUP_TIMEOUT,
-            tool_timeout: Self::TOOL_TIMEOUT,
-        }
+        let transport = Transport::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+            cwd: None,
+        };
+        ServerSpec::new(name, transport)
     }
 
     /// A streamable-HTTP server with the default timeouts.
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> ServerSpec {
-        ServerSpec {
-            name: name.into(),
-            transport: Transport::Http {
-                url: url.into(),
-                headers: Vec::new(),
-            },
-            startup_timeout: Self::STARTUP_TIMEOUT,
-            tool_timeout: Self::TOOL_TIMEOUT,
-        }
+        let transport = Transport::Http {
+            url: url.into(),
+            headers: Vec::new(),
+        };
+        ServerSpec::new(name, transport)
     }
 }

@@ -45,39 +45,24 @@ pub(crate) struct Line {
     pub title: Option<String>,
 }
 
-/// What the index says of one log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub ino: u64,
-    pub len: u64,
-    pub header: SessionHeader,
-    pub title: Option<String>,
-}
-
 /// The index of `dir`: each log's entry by file name, and how many lines it holds. A missing
 /// or unreadable index is an empty one.
-pub(crate) fn read(dir: &Path) -> (HashMap<String, Entry>, usize) {
-    let mut entries: HashMap<String, Entry> = HashMap::new();
+pub(crate) fn read(dir: &Path) -> (HashMap<String, Line>, usize) {
+    let mut entries: HashMap<String, Line> = HashMap::new();
     let Ok(bytes) = std::fs::read(dir.join(INDEX_FILE)) else {
         return (entries, 0);
     };
     let mut lines = 0;
     for parsed in parse(&bytes) {
         lines += 1;
-        let Some(line) = parsed else { continue };
-        let kept = entries
-            .get(&line.file)
-            .filter(|old| old.ino == line.ino && old.header == line.header)
-            .and_then(|old| old.title.clone());
-        entries.insert(
-            line.file,
-            Entry {
-                ino: line.ino,
-                len: line.len,
-                header: line.header,
-                title: line.title.or(kept),
-            },
-        );
+        let Some(mut line) = parsed else { continue };
+        if line.title.is_none() {
+            line.title = entries
+                .get(&line.file)
+                .filter(|old| old.ino == line.ino && old.header == line.header)
+                .and_then(|old| old.title.clone());
+        }
+        entries.insert(line.file.clone(), line);
     }
     (entries, lines)
 }
@@ -143,21 +128,13 @@ pub(crate) fn append(dir: &Path, lines: &[Line]) -> io::Result<()> {
 }
 
 /// Replaces the index of `dir` with one line per entry of `entries`.
-pub(crate) fn rewrite(dir: &Path, entries: &HashMap<String, Entry>) -> io::Result<()> {
+pub(crate) fn rewrite(dir: &Path, entries: &HashMap<String, Line>) -> io::Result<()> {
     let temp = dir.join(format!("{INDEX_FILE}.{}.tmp", std::process::id()));
     let mut bytes = Vec::new();
     let mut names: Vec<&String> = entries.keys().collect();
     names.sort();
     for name in names {
-        let entry = &entries[name];
-        let line = Line {
-            file: name.clone(),
-            ino: entry.ino,
-            len: entry.len,
-            header: entry.header.clone(),
-            title: entry.title.clone(),
-        };
-        serde_json::to_writer(&mut bytes, &line).map_err(io::Error::other)?;
+        serde_json::to_writer(&mut bytes, &entries[name]).map_err(io::Error::other)?;
         bytes.push(b'\n');
     }
     let written = OpenOptions::new()
@@ -173,7 +150,7 @@ pub(crate) fn rewrite(dir: &Path, entries: &HashMap<String, Entry>) -> io::Resul
     written
 }
 
-impl Entry {
+impl Line {
     /// Whether the entry still describes a log with this inode and length.
     pub(crate) fn describes(&self, ino: u64, len: u64) -> bool {
         self.ino == ino && self.len <= len

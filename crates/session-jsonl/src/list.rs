@@ -135,15 +135,7 @@ pub(crate) fn list(root: &Path, cwd: Option<&str>) -> SessionListing {
         // Keeping the index true is best effort: a listing never fails for it.
         if index::overgrown(lines + missing.len(), logs.len()) {
             for line in missing {
-                indexed.insert(
-                    line.file,
-                    index::Entry {
-                        ino: line.ino,
-                        len: line.len,
-                        header: line.header,
-                        title: line.title,
-                    },
-                );
+                indexed.insert(line.file.clone(), line);
             }
             let _ = index::rewrite(&dir, &indexed);
         } else {
@@ -204,7 +196,7 @@ struct Log {
 /// Examines `logs`, in order: a `stat` each, and a read of those the index does not
 /// describe. A stat costs microseconds on a slow disk, so a large directory is split across
 /// the machine's cores.
-fn examine(logs: &[Log], indexed: &HashMap<String, index::Entry>) -> Vec<Examined> {
+fn examine(logs: &[Log], indexed: &HashMap<String, index::Line>) -> Vec<Examined> {
     let one = |log: &Log| examine_one(log, indexed);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if logs.len() < PARALLEL_FROM || threads < 2 {
@@ -228,7 +220,7 @@ fn examine(logs: &[Log], indexed: &HashMap<String, index::Entry>) -> Vec<Examine
     })
 }
 
-fn examine_one(log: &Log, indexed: &HashMap<String, index::Entry>) -> Examined {
+fn examine_one(log: &Log, indexed: &HashMap<String, index::Line>) -> Examined {
     let (path, name) = (log.path.as_path(), log.name.as_str());
     // Relative to the directory (one name to resolve, not the whole path), following a
     // symbolic link as opening the log would.
@@ -270,7 +262,7 @@ fn examine_one(log: &Log, indexed: &HashMap<String, index::Entry>) -> Examined {
 }
 
 /// A listed log the index describes: nothing of it is read.
-fn indexed_summary(path: &Path, meta: &std::fs::Metadata, known: index::Entry) -> SessionSummary {
+fn indexed_summary(path: &Path, meta: &std::fs::Metadata, known: index::Line) -> SessionSummary {
     SessionSummary {
         header: known.header,
         location: location(path),

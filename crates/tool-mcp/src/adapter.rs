@@ -38,6 +38,27 @@ impl McpToolAdapter {
     }
 }
 
+/// The most of a server's answer the model is given: a server may return megabytes (a file,
+/// a log), which would fill the context and cost every later request.
+const MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// `text`, or its first [`MAX_RESULT_BYTES`] (cut at a character boundary) and a line saying
+/// how much the server sent.
+fn bounded(text: String) -> String {
+    if text.len() <= MAX_RESULT_BYTES {
+        return text;
+    }
+    let mut end = MAX_RESULT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[… cut: the server returned {} bytes; the first {end} are shown]",
+        &text[..end],
+        text.len()
+    )
+}
+
 /// The result code of a failed MCP call, for the log and the model.
 fn code(error: &McpError) -> &'static str {
     match error {
@@ -47,7 +68,6 @@ fn code(error: &McpError) -> &'static str {
         McpError::Server { .. } => "mcp_server_error",
         McpError::Gone { .. } => "mcp_server_gone",
         McpError::Cancelled { .. } => "cancelled",
-        McpError::Unsupported { .. } => "mcp_unsupported",
     }
 }
 
@@ -87,7 +107,7 @@ impl Tool for McpToolAdapter {
         Box::pin(async move {
             match connection.call(&tool, args, cancel).await {
                 Ok(outcome) => Ok(ToolOutput {
-                    content: outcome.text,
+                    content: bounded(outcome.text),
                     is_error: outcome.is_error,
                     meta: None,
                 }),
@@ -113,5 +133,28 @@ impl Tool for McpToolAdapter {
         result: &ToolResultRecord,
     ) -> Option<ToolResultView> {
         Some(ToolResultView::text_of(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_answer_is_cut_at_a_character_and_says_so() {
+        assert_eq!(bounded("short".into()), "short");
+        let long = "é".repeat(MAX_RESULT_BYTES);
+        let cut = bounded(long.clone());
+        assert!(cut.len() < long.len());
+        let (head, note) = cut.rsplit_once('\n').unwrap();
+        assert!(head.len() <= MAX_RESULT_BYTES && head.chars().all(|c| c == 'é'));
+        assert_eq!(
+            note,
+            format!(
+                "[… cut: the server returned {} bytes; the first {} are shown]",
+                long.len(),
+                head.len()
+            )
+        );
     }
 }

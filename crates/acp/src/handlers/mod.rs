@@ -143,7 +143,7 @@ pub(super) fn mcp_specs(servers: &[McpServer], cwd: &Path) -> Result<Vec<ServerS
 /// Starts a session's own MCP servers (an editor's), with their tools over the process's:
 /// the tools to give its agent, the scope that owns the servers (disposed with the session),
 /// and what did not start. Without servers, or without an MCP service, nothing.
-pub(super) async fn session_mcp(
+async fn session_mcp(
     conn: &Conn,
     servers: Vec<ServerSpec>,
 ) -> Option<(Arc<dyn ToolRegistry>, dsh_kernel::Scope, Vec<String>)> {
@@ -163,7 +163,7 @@ pub(super) async fn session_mcp(
 }
 
 /// The editor's file access for `session_id`, when the client offers it.
-pub(super) fn editor_files(conn: &Conn, session_id: &str) -> Option<Arc<dyn FileAccess>> {
+fn editor_files(conn: &Conn, session_id: &str) -> Option<Arc<dyn FileAccess>> {
     conn.state.editor_files().then(|| {
         Arc::new(EditorFiles {
             session_id: session_id.to_owned(),
@@ -188,7 +188,7 @@ pub(super) struct Parts {
 
 /// A session's parts. Every session has a gate, even in `allow` mode (where it never asks):
 /// the mode option may change the mode at any time.
-pub(super) fn parts(conn: &Conn) -> Parts {
+fn parts(conn: &Conn) -> Parts {
     let (queue, items) = mpsc::unbounded_channel();
     let grants = Arc::new(Grants::default());
     let mode: ModeCell = Arc::new(parking_lot::Mutex::new(conn.config.permission));
@@ -208,6 +208,40 @@ pub(super) fn parts(conn: &Conn) -> Parts {
         mcp_failed: Vec::new(),
         queue,
         items,
+    }
+}
+
+/// What every agent of an ACP session is given besides its options: its gate (in the parts
+/// its record starts from), the editor's files, and the tools of its own MCP servers.
+pub(super) struct Prepared {
+    pub parts: Parts,
+    pub files: Option<Arc<dyn FileAccess>>,
+    pub tools: Option<Arc<dyn ToolRegistry>>,
+}
+
+/// Prepares session `id`, starting the MCP servers the editor sent for it.
+pub(super) async fn prepare(conn: &Conn, id: &str, servers: Vec<ServerSpec>) -> Prepared {
+    let mut parts = parts(conn);
+    let tools = session_mcp(conn, servers)
+        .await
+        .map(|(tools, scope, failed)| {
+            parts.mcp = Some(scope);
+            parts.mcp_failed = failed;
+            tools
+        });
+    Prepared {
+        parts,
+        files: editor_files(conn, id),
+        tools,
+    }
+}
+
+impl Prepared {
+    /// The agent was not made: its MCP servers go.
+    pub(super) async fn abandon(self) {
+        if let Some(servers) = self.parts.mcp {
+            servers.dispose().await;
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use dsh_session::SessionId;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{check_scope, editor_files, install, mcp_specs, parts, session_mcp, session_options};
+use super::{check_scope, install, mcp_specs, prepare, session_options};
 use crate::conn::Conn;
 use crate::record::{Item, Record};
 use crate::render::RenderCaps;
@@ -99,27 +99,22 @@ async fn create(
         return Err(RpcError::shutting_down());
     }
     let session_id = SessionId::mint();
-    let mut parts = parts(conn);
-    let mcp = session_mcp(conn, servers).await;
+    let prepared = prepare(conn, session_id.as_str(), servers).await;
     let mut request = CreateAgent::new(conn.scope.clone())
         .with_id(session_id.clone())
         .with_cwd(cwd.clone())
-        .with_options(overrides(caller));
-    request = request.with_approval(parts.gate.clone());
-    if let Some(files) = editor_files(conn, session_id.as_str()) {
+        .with_options(overrides(caller))
+        .with_approval(prepared.parts.gate.clone());
+    if let Some(files) = prepared.files.clone() {
         request = request.with_files(files);
     }
-    if let Some((tools, scope, failed)) = mcp {
+    if let Some(tools) = prepared.tools.clone() {
         request = request.with_tools(tools);
-        parts.mcp = Some(scope);
-        parts.mcp_failed = failed;
     }
     let handle = match conn.services.registry.create(request).await {
         Ok(handle) => handle,
         Err(e) => {
-            if let Some(scope) = parts.mcp.take() {
-                scope.dispose().await;
-            }
+            prepared.abandon().await;
             return Err(RpcError::new(
                 code::INTERNAL,
                 format!("could not create session: {e}"),
@@ -131,7 +126,7 @@ async fn create(
         compaction: conn.state.compaction(),
         plan: conn.state.plan(),
     };
-    match install(conn, handle, cwd.clone(), caps, parts) {
+    match install(conn, handle, cwd.clone(), caps, prepared.parts) {
         Ok(record) => {
             tracing::info!(session = %session_id, cwd = %cwd.display(), "session created");
             Ok(record)
@@ -320,40 +315,37 @@ async fn load(conn: &Arc<Conn>, request: LoadRequest<'_>) -> Result<Value, RpcEr
             "requestCwd": cwd,
         })));
     }
-    let mut parts = parts(conn);
-    let mut request =
-        ResumeAgent::new(conn.scope.clone(), id.clone()).with_options(overrides(caller));
-    request = request.with_approval(parts.gate.clone());
-    if let Some(files) = editor_files(conn, id.as_str()) {
+    let prepared = prepare(conn, id.as_str(), servers).await;
+    let mut request = ResumeAgent::new(conn.scope.clone(), id.clone())
+        .with_options(overrides(caller))
+        .with_approval(prepared.parts.gate.clone());
+    if let Some(files) = prepared.files.clone() {
         request = request.with_files(files);
     }
-    if let Some((tools, scope, failed)) = session_mcp(conn, servers).await {
+    if let Some(tools) = prepared.tools.clone() {
         request = request.with_tools(tools);
-        parts.mcp = Some(scope);
-        parts.mcp_failed = failed;
     }
-    let mcp_scope = parts.mcp.clone();
-    let resumed = conn.services.registry.resume(request).await;
-    if resumed.is_err()
-        && let Some(scope) = mcp_scope
-    {
-        scope.dispose().await;
-    }
-    let handle = resumed.map_err(|e| match e {
-        AgentError::NotFound { .. } => RpcError::session_not_found(sent),
-        other => {
-            tracing::warn!(session = %sent, error = %other, "a session could not be loaded");
-            RpcError::new(code::INTERNAL, "session log is unreadable")
-                .with_data(json!({ "sessionId": sent }))
+    let handle = match conn.services.registry.resume(request).await {
+        Ok(handle) => handle,
+        Err(e) => {
+            prepared.abandon().await;
+            return Err(match e {
+                AgentError::NotFound { .. } => RpcError::session_not_found(sent),
+                other => {
+                    tracing::warn!(session = %sent, error = %other, "a session could not be loaded");
+                    RpcError::new(code::INTERNAL, "session log is unreadable")
+                        .with_data(json!({ "sessionId": sent }))
+                }
+            });
         }
-    })?;
+    };
     let events = handle.agent().session().events();
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
         compaction: conn.state.compaction(),
         plan: conn.state.plan(),
     };
-    let record = match install(conn, handle, stored, caps, parts) {
+    let record = match install(conn, handle, stored, caps, prepared.parts) {
         Ok(record) => record,
         Err(handle) => {
             handle.dispose().await;
