@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod acp;
+pub mod mcp_fault;
 pub mod pty;
 
 use std::path::{Path, PathBuf};
@@ -319,6 +320,14 @@ pub fn wait_gone(marker: &str) {
         assert_eq!(ready, 1, "process {pid:?} did not end within 30 s");
     }
     assert!(marked_processes(marker).is_empty());
+}
+
+/// [`wait_gone`] for an async test: waits off the runtime's worker threads.
+pub async fn gone(marker: String) {
+    let waited = tokio::task::spawn_blocking(move || wait_gone(&marker)).await;
+    if let Err(panicked) = waited {
+        std::panic::resume_unwind(panicked.into_panic());
+    }
 }
 
 /// A benchmark's samples as `p50 …, p99 … (n runs)`.

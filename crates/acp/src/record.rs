@@ -113,6 +113,8 @@ pub(crate) struct Record {
     pub mode: ModeCell,
     /// The scope of the session's own MCP servers (an editor's): disposed with the session.
     pub mcp: Option<dsh_kernel::Scope>,
+    /// Notices waiting for the client to know the session (its servers that did not start).
+    pub unannounced: Mutex<Vec<String>>,
     pub inflight: Mutex<Option<Inflight>>,
     /// `true` while no prompt is open; teardown waits on it. Always set with `send_replace`:
     /// `send` changes nothing while no receiver exists, which is most of the time.

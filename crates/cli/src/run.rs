@@ -22,7 +22,7 @@ use dsh_session::{
     Interest, ListQuery, SessionId, SessionPersistence, SessionStore, TurnEndReason,
 };
 use dsh_shell_local::LocalShellExecutor;
-use dsh_tools::{ApprovalGate, PermissionMode};
+use dsh_tools::{ApprovalGate, McpToolHost, PermissionMode};
 use serde_json::json;
 
 use crate::args::{ColorChoice, Global, Permission, RunArgs};
@@ -189,6 +189,14 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
             Ok(runtime) => runtime,
             Err(failure) => return report(&failure, view),
         };
+    // The configured MCP servers start in the background; the first request offers their
+    // tools, so it waits for them (each within its startup timeout).
+    if let Some(host) = runtime.scope().get::<dyn McpToolHost>() {
+        for failed in host.ready().await {
+            let failed = format!("{failed}; its tools are not offered");
+            eprintln!("warning: {}", SafeText::plain(&failed));
+        }
+    }
     let status = turn(
         &runtime,
         Asked {

@@ -12,8 +12,11 @@
 //! - a tool asks for permission like a command, unless the server marks it read-only
 //!   (`readOnlyHint`), when it runs like a read;
 //! - servers start in parallel, each within its startup timeout; one that fails is reported
-//!   with its reason and the others work without it;
-//! - when a server's tool list changes, its tools are registered again from the new list.
+//!   with its reason and the others work without it; the configuration's servers start in
+//!   the background, and `McpToolHost::ready` is where a front end waits for them;
+//! - a server found gone is started again once, at the next call; never a third time;
+//! - when a server's tool list changes (or it was restarted), its tools are registered again
+//!   from the new list, and the call after which that happened returns only once they are.
 #![deny(missing_docs)]
 
 mod adapter;

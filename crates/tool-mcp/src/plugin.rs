@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_kernel::{BoxError, Plugin, Scope};
-use dsh_mcp::{McpConnector, McpError, ServerSpec};
+use dsh_mcp::{McpConnector, McpError, McpTool, ServerSpec};
 use dsh_tools::{McpToolHost, Tool, ToolRegistry};
+use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::adapter::McpToolAdapter;
 use crate::connection::Connection;
@@ -32,30 +34,55 @@ impl Plugin for McpToolsPlugin {
         "tool-mcp"
     }
 
+    /// Provides the host at once and starts the configured servers in the background: a
+    /// front end's first answer never waits for them (`McpToolHost::ready` does).
     async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
         let registry = scope.require::<dyn ToolRegistry>()?;
         let connector = scope.require::<dyn McpConnector>()?;
+        let (started, ready) = watch::channel(None);
         // Sessions that bring servers of their own (an editor's) attach them through this.
         let host: Arc<dyn McpToolHost> = Arc::new(Host {
             connector: connector.clone(),
+            ready,
         });
         scope.provide::<dyn McpToolHost>(host)?;
-        if self.servers.is_empty() {
-            return Ok(());
-        }
-        for failed in start_servers(scope, &registry, &connector, self.servers.clone()).await? {
-            tracing::warn!("{failed}; its tools are not offered");
-        }
+        let servers = self.servers.clone();
+        let owner = scope.clone();
+        scope.spawn(async move {
+            let failed = match start_servers(&owner, &registry, &connector, servers).await {
+                Ok(failed) => failed,
+                Err(error) => {
+                    tracing::warn!("the configured MCP servers were not attached: {error}");
+                    Vec::new()
+                }
+            };
+            // Front ends tell the person (`ready` answers these); the log keeps them too.
+            for failure in &failed {
+                tracing::info!("{failure}; its tools are not offered");
+            }
+            started.send_replace(Some(failed));
+        })?;
         Ok(())
     }
 }
 
 struct Host {
     connector: Arc<dyn McpConnector>,
+    /// `Some` once the configured servers started or failed: those that failed.
+    ready: watch::Receiver<Option<Vec<McpError>>>,
 }
 
 #[async_trait]
 impl McpToolHost for Host {
+    async fn ready(&self) -> Vec<McpError> {
+        let mut ready = self.ready.clone();
+        match ready.wait_for(Option::is_some).await {
+            Ok(failed) => failed.clone().unwrap_or_default(),
+            // The plugin's scope ended before they started: there is nothing to wait for.
+            Err(_) => Vec::new(),
+        }
+    }
+
     async fn attach(
         &self,
         scope: &Scope,
@@ -73,8 +100,9 @@ impl McpToolHost for Host {
 }
 
 /// Starts `servers` in parallel, each within its startup timeout, and registers each one's
-/// tools in `registry` under `scope` (kept registered as the server's tool list changes);
-/// answers the servers that did not start. Disposing `scope` shuts the servers down.
+/// tools in `registry` under `scope` (kept registered as the server's tool list changes,
+/// across a restart too); answers the servers that did not start. Disposing `scope` shuts
+/// the servers down.
 pub async fn start_servers(
     scope: &Scope,
     registry: &Arc<dyn ToolRegistry>,
@@ -82,8 +110,8 @@ pub async fn start_servers(
     servers: Vec<ServerSpec>,
 ) -> Result<Vec<McpError>, BoxError> {
     let started = futures::future::join_all(servers.into_iter().map(|spec| {
-        let connector = connector.clone();
-        async move { Connection::start(spec, connector).await }
+        let (connector, scope) = (connector.clone(), scope.clone());
+        async move { Connection::start(spec, connector, scope).await }
     }))
     .await;
     let mut failed = Vec::new();
@@ -97,59 +125,72 @@ pub async fn start_servers(
         };
         let shut = connection.clone();
         scope.add_disposer(move || async move { shut.shutdown().await })?;
-        let tools = register(scope, registry, &connection).await?;
-        // A changed tool list replaces the server's tools.
-        if let Some(server) = connection.current() {
-            let mut changed = server.tools_changed();
-            let (scope, registry) = (scope.clone(), registry.clone());
-            scope.clone().spawn(async move {
-                let mut tools = tools;
-                while changed.changed().await.is_ok() {
-                    if let Some(old) = tools.take() {
-                        old.dispose().await;
-                    }
-                    match register(&scope, &registry, &connection).await {
-                        Ok(new) => tools = new,
-                        Err(error) => {
-                            tracing::warn!(server = %connection.name(), "{error}");
-                            return;
-                        }
+        let mut changes = connection.changes();
+        let seen = *changes.borrow_and_update();
+        let mut tools = install(scope, registry, &connection, listing(&connection).await)?;
+        connection.applied(seen);
+        // A changed tool list (or a restarted server) replaces the server's tools: the new
+        // list is fetched first, so the old tools stay offered until it is in.
+        let (owner, registry) = (scope.clone(), registry.clone());
+        scope.spawn(async move {
+            while changes.changed().await.is_ok() {
+                let seen = *changes.borrow_and_update();
+                let listed = listing(&connection).await;
+                if let Some(old) = tools.take() {
+                    old.dispose().await;
+                }
+                match install(&owner, &registry, &connection, listed) {
+                    Ok(new) => tools = new,
+                    Err(error) => {
+                        tracing::warn!(server = %connection.name(), "{error}");
+                        break;
                     }
                 }
-            })?;
-        }
+                connection.applied(seen);
+            }
+            connection.unfollowed();
+        })?;
     }
     Ok(failed)
 }
 
-/// Registers the server's tools now, in a child scope of their own (`None` when the server
-/// could not list them).
-async fn register(
-    scope: &Scope,
-    registry: &Arc<dyn ToolRegistry>,
-    connection: &Arc<Connection>,
-) -> Result<Option<Scope>, BoxError> {
-    let Some(server) = connection.current() else {
-        return Ok(None);
-    };
+/// The server's tools that the model API can take, or `None` when the server is not
+/// running or could not list them.
+async fn listing(connection: &Connection) -> Option<Vec<(McpTool, Value)>> {
+    let server = connection.current()?;
     let listed = match server.tools().await {
         Ok(listed) => listed,
         Err(error) => {
             tracing::warn!("{error}; its tools are not offered");
-            return Ok(None);
+            return None;
         }
     };
     let mut offered = Vec::new();
     for tool in listed {
         match checked_schema(&tool.input_schema) {
             Ok(schema) => offered.push((tool, schema)),
-            Err(why) => tracing::warn!(
+            // Once per tool: a re-listing after a change would say it again.
+            Err(why) if connection.first_refusal(&tool.name) => tracing::warn!(
                 server = %connection.name(),
                 "tool {} is not offered: {why}",
                 tool.name
             ),
+            Err(_) => {}
         }
     }
+    Some(offered)
+}
+
+/// Registers `listed` in a child scope of its own (`None` for no listing).
+fn install(
+    scope: &Scope,
+    registry: &Arc<dyn ToolRegistry>,
+    connection: &Arc<Connection>,
+    listed: Option<Vec<(McpTool, Value)>>,
+) -> Result<Option<Scope>, BoxError> {
+    let Some(offered) = listed else {
+        return Ok(None);
+    };
     let taken: Vec<String> = registry
         .snapshot()
         .names()

@@ -12,6 +12,12 @@ use crate::registry::ToolRegistry;
 /// Starts MCP servers and keeps their tools registered (the MCP tools plugin's service).
 #[async_trait]
 pub trait McpToolHost: Send + Sync + 'static {
+    /// Waits until the servers of the configuration (shared by every session) have started
+    /// or failed, each within its startup timeout, and answers those that failed. Their
+    /// start begins when the host is loaded, so a front end answers before they are up and
+    /// waits here only where their tools matter: before an agent's first request.
+    async fn ready(&self) -> Vec<McpError>;
+
     /// Starts `servers` in parallel, each within its startup timeout, registers each one's
     /// tools in `registry` under `scope`, and answers the servers that did not start.
     /// Disposing `scope` shuts the servers down.

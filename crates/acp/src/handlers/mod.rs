@@ -219,14 +219,19 @@ pub(super) struct Prepared {
     pub tools: Option<Arc<dyn ToolRegistry>>,
 }
 
-/// Prepares session `id`, starting the MCP servers the editor sent for it.
+/// Prepares session `id`: waits for the configured MCP servers (started with the process)
+/// and starts the ones the editor sent for it. Every session is told which of either did not
+/// start, since each one lacks their tools.
 pub(super) async fn prepare(conn: &Conn, id: &str, servers: Vec<ServerSpec>) -> Prepared {
     let mut parts = parts(conn);
+    if let Some(host) = conn.scope.get::<dyn McpToolHost>() {
+        parts.mcp_failed = host.ready().await.iter().map(ToString::to_string).collect();
+    }
     let tools = session_mcp(conn, servers)
         .await
         .map(|(tools, scope, failed)| {
             parts.mcp = Some(scope);
-            parts.mcp_failed = failed;
+            parts.mcp_failed.extend(failed);
             tools
         });
     Prepared {
@@ -274,6 +279,7 @@ pub(super) fn install(
         grants: parts.grants,
         mode: parts.mode,
         mcp: parts.mcp,
+        unannounced: Mutex::new(Vec::new()),
         inflight: Mutex::new(None),
         idle: watch::channel(true).0,
         queue: parts.queue,
@@ -281,13 +287,13 @@ pub(super) fn install(
     if !conn.state.install(record.clone()) {
         return Err(handle);
     }
-    // A server that did not start is told to the person; the session works without it.
+    // A server that did not start is told to the person once the client knows the session
+    // (see `setup::announce`); the session works without it.
     for failure in mcp_failed {
-        tracing::warn!(session = %record.id, "{failure}; its tools are not offered");
+        let failure = format!("{failure}; its tools are not offered");
+        tracing::warn!(session = %record.id, "{failure}");
         if conn.state.notices() {
-            record.push(Item::Notice(format!(
-                "{failure}; its tools are not offered"
-            )));
+            record.unannounced.lock().push(failure);
         }
     }
     let path = ordered_path(

@@ -52,7 +52,7 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionReq
         let created = outcome.as_ref().ok().map(|(record, _)| record.id.clone());
         reply.answer(outcome.map(|(_, answer)| answer)).await;
         if let Some(session) = created {
-            announce_commands(&conn, session.as_str());
+            announce(&conn, session.as_str());
         }
     };
     spawn_setup(conn, task);
@@ -251,17 +251,22 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
         let attached = outcome.is_ok();
         reply.answer(outcome).await;
         if attached {
-            announce_commands(&conn, &sent);
+            announce(&conn, &sent);
         }
         release_backlog(&conn, &sent);
     };
     spawn_setup(conn, task);
 }
 
-/// Tells the client the session's commands, once it knows the session: after the answer.
-fn announce_commands(conn: &Arc<Conn>, session: &str) {
+/// Tells the client the session's commands, and what did not start for it, once it knows
+/// the session: after the answer. An update naming a session before its answer is one the
+/// client cannot place.
+fn announce(conn: &Arc<Conn>, session: &str) {
     if let Some(record) = conn.state.record(session) {
         record.push(Item::Commands);
+        for notice in std::mem::take(&mut *record.unannounced.lock()) {
+            record.push(Item::Notice(notice));
+        }
     }
 }
 
