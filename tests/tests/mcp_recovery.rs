@@ -276,3 +276,48 @@ async fn a_configured_server_slow_to_start_holds_back_sessions_not_initialize() 
     );
     acp.finish();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_ask_mode_allow_always_covers_one_mcp_tool_and_read_only_ones_never_ask() {
+    let sandbox = Sandbox::new();
+    let reports = FaultReports::new();
+    let path = config(&sandbox, &reports, "");
+    let replay = sandbox.script(
+        "always",
+        calls(&[
+            ("faults__huge", json!({"bytes": 10})),
+            ("faults__huge", json!({"bytes": 20})),
+            ("faults__echo", json!({"text": "a read"})),
+            ("faults__grow", json!({})),
+        ]),
+    );
+    let mut command = sandbox.dsh(["--replay", &replay, "acp"]);
+    command.env("DSH_CONFIG", &path);
+    let asked = tokio::task::spawn_blocking(move || {
+        let mut acp = AcpDriver::spawn(command);
+        acp.policy = dsh_e2e::acp::Policy::Always;
+        acp.initialize(false);
+        let session = acp.new_session(&sandbox.work());
+        let (response, _) = acp.prompt_to_end(&session, "go");
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+        let asked: Vec<String> = acp
+            .asked
+            .iter()
+            .map(|q| {
+                q["params"]["toolCall"]["title"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        acp.finish();
+        asked
+    })
+    .await
+    .unwrap();
+    // `huge` asked once (then always allowed), `echo` is read-only, and `grow`, another
+    // tool of the same server, asked for itself.
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].starts_with("faults: huge"), "{asked:?}");
+    assert!(asked[1].starts_with("faults: grow"), "{asked:?}");
+}
