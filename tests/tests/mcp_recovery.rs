@@ -3,7 +3,8 @@
 //! API would refuse is left out with a warning; a 10 MiB answer reaches the model cut; a
 //! changed tool list is offered at the very next request; a cancelled ACP turn sends MCP's
 //! cancellation to the server; a configured server that is slow to start delays neither
-//! `initialize` nor anything but the sessions that need it.
+//! `initialize` nor anything but the sessions that need it; the server's stderr goes to
+//! dsh's log, never to stdout.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,6 +14,9 @@ use dsh_e2e::{Sandbox, gone, text};
 use serde_json::{Value, json};
 
 const FAULT_SERVER: &str = env!("CARGO_BIN_EXE_mcp-fault-server");
+
+/// The line the fault server writes to its stderr as it starts.
+const STDERR_LINE: &str = "fault server: a line on stderr";
 
 /// A configuration file with the fault server as `faults`, reporting to `reports`.
 fn config(sandbox: &Sandbox, reports: &FaultReports, extra: &str) -> std::path::PathBuf {
@@ -88,9 +92,21 @@ async fn a_server_that_crashes_is_started_again_once_and_the_turn_goes_on() {
         ]),
     );
     let mut command = sandbox.dsh(["--replay", &replay, "run", "use the faulty server"]);
-    command.env("DSH_CONFIG", &path);
+    command
+        .env("DSH_CONFIG", &path)
+        .env("DSH_LOG", "dsh::mcp=info");
     let out = run(command).await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The server's stderr is in dsh's log (on stderr, named), never on stdout.
+    let logged: Vec<&str> = stderr.lines().filter(|l| l.contains(STDERR_LINE)).collect();
+    assert_eq!(logged.len(), 2, "one per start: {stderr}");
+    assert!(
+        logged
+            .iter()
+            .all(|l| l.contains("dsh::mcp") && l.contains("server=faults"))
+    );
+    assert!(!text(&out.stdout).contains(STDERR_LINE));
 
     let first = reports.wait_for("started").await;
     let second = reports.wait_for("started").await;
@@ -143,6 +159,8 @@ async fn bad_schemas_huge_answers_and_changed_tool_lists_are_handled_for_the_mod
     let out = run(command).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // At the default log level a server's stderr shows nowhere.
+    assert!(!stderr.contains(STDERR_LINE) && !text(&out.stdout).contains(STDERR_LINE));
 
     // The tool whose schema a model API refuses is named in one warning and never offered.
     let warned: Vec<&str> = stderr

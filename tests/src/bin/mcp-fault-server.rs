@@ -12,6 +12,8 @@
 //!   heard it before the answer arrived.
 //! - `bad-schema`: its input schema is an array's, which a model API refuses.
 //!
+//! It writes one line to its stderr as it starts: `fault server: a line on stderr`.
+//!
 //! `--never-start` reads its input and never answers, so it never finishes starting.
 //!
 //! What happens is reported, a line per connection, to the Unix socket that the variable
@@ -30,6 +32,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
+
+/// What the server writes to its stderr as it starts.
+const STDERR_LINE: &str = "fault server: a line on stderr";
 
 /// Sends one line to the test's socket, if the test gave one.
 fn report(what: &str) {
@@ -170,6 +175,8 @@ async fn main() {
         return;
     }
     report("started");
+    // A server's stderr belongs in the client's log, never on its user's screen.
+    eprintln!("{STDERR_LINE}");
     let Ok(service) = Faults::default().serve(rmcp::transport::stdio()).await else {
         return;
     };
