@@ -95,6 +95,19 @@ fn a_configured_server_s_tools_are_called_and_a_broken_one_is_one_warning() {
     let shown = text(&shown.stdout);
     assert!(shown.contains("mcp_servers.everything"), "{shown}");
     assert!(shown.contains("env DSH_MCP_RUN, TOKEN"), "{shown}");
+    // Each server's source is the line of its own table.
+    let body = std::fs::read_to_string(&path).unwrap();
+    for server in ["everything", "ghost"] {
+        let line = 1 + body
+            .lines()
+            .position(|l| l == format!("[mcp_servers.{server}]"))
+            .unwrap();
+        let row = shown
+            .lines()
+            .find(|l| l.starts_with(&format!("mcp_servers.{server} ")))
+            .unwrap();
+        assert!(row.ends_with(&format!("config.toml:{line}")), "{row}");
+    }
     assert!(
         !shown.contains("s3cret") && !shown.contains("$DSH_TEST_TOKEN"),
         "{shown}"

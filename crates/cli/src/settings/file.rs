@@ -134,12 +134,15 @@ impl Reader<'_> {
                 continue;
             }
             if full == "mcp_servers" {
-                let mut servers =
+                let servers =
                     super::mcp::read(item, value_at).map_err(|(at, m)| self.refuse(at, &m))?;
-                for server in &mut servers {
-                    server.line = self.position(value_at).0;
-                }
-                loaded.mcp_servers = servers;
+                loaded.mcp_servers = servers
+                    .into_iter()
+                    .map(|(at, mut server)| {
+                        server.line = self.position(at).0;
+                        server
+                    })
+                    .collect();
                 continue;
             }
             if prefix.is_none() && TABLES.contains(&name) {

@@ -30,8 +30,9 @@ pub struct McpServerEntry {
 const FIELDS: &str = "`command`, `args`, `env`, `cwd`, `url`, `headers`, `enabled`, \
                       `startup_timeout_ms`, `tool_timeout_ms`";
 
-/// Reads the `mcp_servers` table; an error is `(byte offset, message)`.
-pub fn read(item: &Item, at: usize) -> Result<Vec<McpServerEntry>, (usize, String)> {
+/// Reads the `mcp_servers` table: each server with the byte offset of its table; an error is
+/// `(byte offset, message)`.
+pub fn read(item: &Item, at: usize) -> Result<Vec<(usize, McpServerEntry)>, (usize, String)> {
     let Some(servers) = item.as_table_like() else {
         return Err((
             at,
@@ -44,7 +45,7 @@ pub fn read(item: &Item, at: usize) -> Result<Vec<McpServerEntry>, (usize, Strin
         let Some(table) = server.as_table_like() else {
             return Err((server_at, format!("mcp_servers.{name} must be a table")));
         };
-        entries.push(entry(name, table, server_at)?);
+        entries.push((server_at, entry(name, table, server_at)?));
     }
     Ok(entries)
 }
