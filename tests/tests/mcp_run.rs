@@ -26,7 +26,8 @@ fn a_configured_server_s_tools_are_called_and_a_broken_one_is_one_warning() {
         &format!(
             "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{script:?}]\n\
              env = {{ DSH_MCP_RUN = {:?}, TOKEN = \"$DSH_TEST_TOKEN\" }}\n\n\
-             [mcp_servers.ghost]\ncommand = \"/nonexistent/mcp-ghost\"\n",
+             [mcp_servers.ghost]\ncommand = \"/nonexistent/mcp-ghost\"\n\n\
+             [mcp_servers.unset]\ncommand = \"node\"\nenv = {{ K = \"$DSH_TEST_UNSET\" }}\n",
             sandbox.root.path().display().to_string()
         ),
     );
@@ -52,7 +53,19 @@ fn a_configured_server_s_tools_are_called_and_a_broken_one_is_one_warning() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("ghost")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].starts_with("warning: MCP server ghost did not start"),
+        "{stderr}"
+    );
     assert!(warnings[0].contains("/nonexistent/mcp-ghost"), "{stderr}");
+    // A secret's variable that is not set is the same kind of warning, naming the variable.
+    let unset: Vec<&str> = stderr.lines().filter(|l| l.contains("unset")).collect();
+    assert_eq!(unset.len(), 1, "{stderr}");
+    assert!(
+        unset[0].starts_with("warning: MCP server unset did not start")
+            && unset[0].contains("$DSH_TEST_UNSET, which is not set"),
+        "{stderr}"
+    );
 
     // The model was offered the server's tools, and their results came back.
     let calls: Vec<Value> = std::fs::read_to_string(&log)

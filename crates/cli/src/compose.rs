@@ -112,7 +112,7 @@ async fn load_all(
         .await
         .map_err(|e| failed("the MCP client", e))?;
     runtime
-        .load(McpToolsPlugin::new(mcp_servers(settings)))
+        .load(mcp_servers(settings))
         .await
         .map_err(|e| failed("the MCP servers' tools", e))?;
     runtime
@@ -191,17 +191,19 @@ fn watchdog_program() -> PathBuf {
 
 /// The enabled servers of `[mcp_servers]`; one that cannot be described (a `$NAME` that is
 /// not set) is reported and left out, as a server that fails to start is.
-fn mcp_servers(settings: &Settings) -> Vec<dsh_mcp::ServerSpec> {
-    settings
-        .mcp_servers
-        .iter()
-        .filter(|(server, _)| server.enabled)
-        .filter_map(|(server, _)| match server.spec() {
-            Ok(spec) => Some(spec),
-            Err(reason) => {
-                tracing::warn!("MCP server {} is not started: {reason}", server.name);
-                None
-            }
-        })
-        .collect()
+/// The configured MCP servers to start, and those that cannot be (a `"$NAME"` that is not
+/// set), reported like a server that failed to start.
+fn mcp_servers(settings: &Settings) -> McpToolsPlugin {
+    let mut specs = Vec::new();
+    let mut failed = Vec::new();
+    for (server, _) in settings.mcp_servers.iter().filter(|(s, _)| s.enabled) {
+        match server.spec() {
+            Ok(spec) => specs.push(spec),
+            Err(reason) => failed.push(dsh_mcp::McpError::Start {
+                server: server.name.clone(),
+                reason,
+            }),
+        }
+    }
+    McpToolsPlugin::new(specs).with_failed(failed)
 }

@@ -19,12 +19,25 @@ use crate::schema::checked_schema;
 #[derive(Clone, Debug, Default)]
 pub struct McpToolsPlugin {
     servers: Vec<ServerSpec>,
+    /// Servers of the configuration that could not even be described (a secret's variable
+    /// unset): reported with those that fail to start.
+    failed: Vec<McpError>,
 }
 
 impl McpToolsPlugin {
     /// A plugin starting `servers`.
     pub fn new(servers: Vec<ServerSpec>) -> McpToolsPlugin {
-        McpToolsPlugin { servers }
+        McpToolsPlugin {
+            servers,
+            failed: Vec::new(),
+        }
+    }
+
+    /// Also reports `failed`, servers that will not start, where front ends report those
+    /// that fail to ([`McpToolHost::ready`]).
+    pub fn with_failed(mut self, failed: Vec<McpError>) -> McpToolsPlugin {
+        self.failed = failed;
+        self
     }
 }
 
@@ -47,15 +60,15 @@ impl Plugin for McpToolsPlugin {
         });
         scope.provide::<dyn McpToolHost>(host)?;
         let servers = self.servers.clone();
+        let mut failed = self.failed.clone();
         let owner = scope.clone();
         scope.spawn(async move {
-            let failed = match start_servers(&owner, &registry, &connector, servers).await {
-                Ok(failed) => failed,
+            match start_servers(&owner, &registry, &connector, servers).await {
+                Ok(more) => failed.extend(more),
                 Err(error) => {
                     tracing::warn!("the configured MCP servers were not attached: {error}");
-                    Vec::new()
                 }
-            };
+            }
             // Front ends tell the person (`ready` answers these); the log keeps them too.
             for failure in &failed {
                 tracing::info!("{failure}; its tools are not offered");
