@@ -168,7 +168,11 @@ async fn bad_schemas_huge_answers_and_changed_tool_lists_are_handled_for_the_mod
         .filter(|l| l.contains("bad-schema"))
         .collect();
     assert_eq!(warned.len(), 1, "{stderr}");
-    assert!(warned[0].contains("must be an object"), "{stderr}");
+    assert!(
+        warned[0].starts_with("warning: MCP server faults: tool bad-schema is not offered")
+            && warned[0].contains("must be an object"),
+        "{stderr}"
+    );
     let requests = requests(&log);
     let offered = |i: usize| -> Vec<String> {
         requests[i]["tools"]
@@ -197,6 +201,19 @@ async fn bad_schemas_huge_answers_and_changed_tool_lists_are_handled_for_the_mod
         "{}",
         &huge[huge.len() - 200..]
     );
+
+    // A person following the run sees the answer's head; the stored transcript has it all.
+    // (Tools' output goes to stderr beside the answer on stdout.)
+    let shown = huge.lines().count() - 20;
+    assert!(
+        stderr.contains(&format!("[… {shown} more lines not shown]")),
+        "{}",
+        &stderr[..stderr.len().min(3000)]
+    );
+    assert!(stderr.len() < 8 * 1024, "{}", stderr.len());
+    let id = sandbox.first_session_id();
+    let stored = run(sandbox.dsh(["sessions", "show", &id])).await;
+    assert!(text(&stored.stdout).contains("the first 65536 are shown]"));
 
     // The tool `grow` added is offered in the request right after its call, and works.
     assert!(!offered(1).contains(&"faults__grown".to_owned()));

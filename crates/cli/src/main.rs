@@ -18,6 +18,7 @@ mod change;
 mod compose;
 mod config;
 mod digest;
+mod excerpt;
 mod exit;
 mod model;
 mod models;

@@ -401,6 +401,7 @@ impl Renderer {
                     None => false,
                 };
                 let previewed = state.previewed.remove(&result.call_id);
+                let shown_lines = (!self.transcript).then_some(crate::excerpt::SHOWN_LINES);
                 let (body, ending) = match result.meta.as_ref().filter(|_| previewed) {
                     Some(meta) => match crate::change::summary(meta, color) {
                         Some(line) => (String::new(), Ending::Change(line)),
@@ -408,6 +409,7 @@ impl Renderer {
                             &result,
                             started.map(|t| event.time - t),
                             shown_live,
+                            shown_lines,
                             color,
                         ),
                     },
@@ -415,6 +417,7 @@ impl Renderer {
                         &result,
                         started.map(|t| event.time - t),
                         shown_live,
+                        shown_lines,
                         color,
                     ),
                 };
@@ -701,6 +704,7 @@ fn tool_result_text(
     result: &ToolResultRecord,
     elapsed_ms: Option<i64>,
     shown_live: bool,
+    shown_lines: Option<usize>,
     color: bool,
 ) -> (String, Ending) {
     let content = result.content.as_str();
@@ -722,11 +726,23 @@ fn tool_result_text(
         return (String::new(), Ending::Change(change));
     }
     let Some(meta) = meta else {
-        let mut text = content.to_owned();
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        return (text, Ending::Nothing);
+        // A live run shows the head of a long plain-text result (an MCP server's, say); a
+        // stored transcript shows it all.
+        let Some(lines) = shown_lines else {
+            let mut text = content.to_owned();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            return (text, Ending::Nothing);
+        };
+        let (text, left) = crate::excerpt::head(content, lines);
+        return match left {
+            0 => (text, Ending::Nothing),
+            left => (
+                text,
+                Ending::Said(format!("[… {left} more lines not shown]")),
+            ),
+        };
     };
     let body = match content.rfind("\n[") {
         Some(at)

@@ -192,9 +192,8 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
     // The configured MCP servers start in the background; the first request offers their
     // tools, so it waits for them (each within its startup timeout).
     if let Some(host) = runtime.scope().get::<dyn McpToolHost>() {
-        for failed in host.ready().await {
-            let failed = format!("{failed}; its tools are not offered");
-            eprintln!("warning: {}", SafeText::plain(&failed));
+        for problem in host.ready().await {
+            eprintln!("warning: {}", SafeText::plain(&problem));
         }
     }
     let status = turn(

@@ -60,20 +60,20 @@ impl Plugin for McpToolsPlugin {
         });
         scope.provide::<dyn McpToolHost>(host)?;
         let servers = self.servers.clone();
-        let mut failed = self.failed.clone();
+        let mut problems: Vec<String> = self.failed.iter().map(not_offered).collect();
         let owner = scope.clone();
         scope.spawn(async move {
             match start_servers(&owner, &registry, &connector, servers).await {
-                Ok(more) => failed.extend(more),
+                Ok(more) => problems.extend(more),
                 Err(error) => {
                     tracing::warn!("the configured MCP servers were not attached: {error}");
                 }
             }
             // Front ends tell the person (`ready` answers these); the log keeps them too.
-            for failure in &failed {
-                tracing::info!("{failure}; its tools are not offered");
+            for problem in &problems {
+                tracing::info!("{problem}");
             }
-            started.send_replace(Some(failed));
+            started.send_replace(Some(problems));
         })?;
         Ok(())
     }
@@ -81,16 +81,16 @@ impl Plugin for McpToolsPlugin {
 
 struct Host {
     connector: Arc<dyn McpConnector>,
-    /// `Some` once the configured servers started or failed: those that failed.
-    ready: watch::Receiver<Option<Vec<McpError>>>,
+    /// `Some` once the configured servers started or failed: what to tell the person.
+    ready: watch::Receiver<Option<Vec<String>>>,
 }
 
 #[async_trait]
 impl McpToolHost for Host {
-    async fn ready(&self) -> Vec<McpError> {
+    async fn ready(&self) -> Vec<String> {
         let mut ready = self.ready.clone();
         match ready.wait_for(Option::is_some).await {
-            Ok(failed) => failed.clone().unwrap_or_default(),
+            Ok(problems) => problems.clone().unwrap_or_default(),
             // The plugin's scope ended before they started: there is nothing to wait for.
             Err(_) => Vec::new(),
         }
@@ -101,9 +101,9 @@ impl McpToolHost for Host {
         scope: &Scope,
         registry: Arc<dyn ToolRegistry>,
         servers: Vec<ServerSpec>,
-    ) -> Vec<McpError> {
+    ) -> Vec<String> {
         match start_servers(scope, &registry, &self.connector, servers).await {
-            Ok(failed) => failed,
+            Ok(problems) => problems,
             Err(error) => {
                 tracing::warn!("the session's MCP servers were not attached: {error}");
                 Vec::new()
@@ -112,27 +112,33 @@ impl McpToolHost for Host {
     }
 }
 
+/// The sentence for a server that did not start.
+fn not_offered(error: &McpError) -> String {
+    format!("{error}; its tools are not offered")
+}
+
 /// Starts `servers` in parallel, each within its startup timeout, and registers each one's
 /// tools in `registry` under `scope` (kept registered as the server's tool list changes,
-/// across a restart too); answers the servers that did not start. Disposing `scope` shuts
-/// the servers down.
+/// across a restart too). Answers what to tell the person, a sentence each: the servers that
+/// did not start and the tools left out for their schemas. Disposing `scope` shuts the
+/// servers down.
 pub async fn start_servers(
     scope: &Scope,
     registry: &Arc<dyn ToolRegistry>,
     connector: &Arc<dyn McpConnector>,
     servers: Vec<ServerSpec>,
-) -> Result<Vec<McpError>, BoxError> {
+) -> Result<Vec<String>, BoxError> {
     let started = futures::future::join_all(servers.into_iter().map(|spec| {
         let (connector, scope) = (connector.clone(), scope.clone());
         async move { Connection::start(spec, connector, scope).await }
     }))
     .await;
-    let mut failed = Vec::new();
+    let mut problems = Vec::new();
     for started in started {
         let connection = match started {
             Ok(connection) => connection,
             Err(error) => {
-                failed.push(error);
+                problems.push(not_offered(&error));
                 continue;
             }
         };
@@ -140,7 +146,11 @@ pub async fn start_servers(
         scope.add_disposer(move || async move { shut.shutdown().await })?;
         let mut changes = connection.changes();
         let seen = *changes.borrow_and_update();
-        let mut tools = install(scope, registry, &connection, listing(&connection).await)?;
+        let listed = listing(&connection).await;
+        if let Some(listed) = &listed {
+            problems.extend(listed.refused.iter().cloned());
+        }
+        let mut tools = install(scope, registry, &connection, listed)?;
         connection.applied(seen);
         // A changed tool list (or a restarted server) replaces the server's tools: the new
         // list is fetched first, so the old tools stay offered until it is in.
@@ -149,6 +159,9 @@ pub async fn start_servers(
             while changes.changed().await.is_ok() {
                 let seen = *changes.borrow_and_update();
                 let listed = listing(&connection).await;
+                for refused in listed.iter().flat_map(|l| &l.refused) {
+                    tracing::warn!("{refused}");
+                }
                 if let Some(old) = tools.take() {
                     old.dispose().await;
                 }
@@ -164,12 +177,18 @@ pub async fn start_servers(
             connection.unfollowed();
         })?;
     }
-    Ok(failed)
+    Ok(problems)
 }
 
-/// The server's tools that the model API can take, or `None` when the server is not
-/// running or could not list them.
-async fn listing(connection: &Connection) -> Option<Vec<(McpTool, Value)>> {
+/// A server's tools as listed: those the model API can take, with their checked schemas,
+/// and a sentence for each tool left out the first time it is.
+struct Listing {
+    offered: Vec<(McpTool, Value)>,
+    refused: Vec<String>,
+}
+
+/// The server's tools now, or `None` when the server is not running or could not list them.
+async fn listing(connection: &Connection) -> Option<Listing> {
     let server = connection.current()?;
     let listed = match server.tools().await {
         Ok(listed) => listed,
@@ -178,20 +197,23 @@ async fn listing(connection: &Connection) -> Option<Vec<(McpTool, Value)>> {
             return None;
         }
     };
-    let mut offered = Vec::new();
+    let mut listing = Listing {
+        offered: Vec::new(),
+        refused: Vec::new(),
+    };
     for tool in listed {
         match checked_schema(&tool.input_schema) {
-            Ok(schema) => offered.push((tool, schema)),
+            Ok(schema) => listing.offered.push((tool, schema)),
             // Once per tool: a re-listing after a change would say it again.
-            Err(why) if connection.first_refusal(&tool.name) => tracing::warn!(
-                server = %connection.name(),
-                "tool {} is not offered: {why}",
+            Err(why) if connection.first_refusal(&tool.name) => listing.refused.push(format!(
+                "MCP server {}: tool {} is not offered: {why}",
+                connection.name(),
                 tool.name
-            ),
+            )),
             Err(_) => {}
         }
     }
-    Some(offered)
+    Some(listing)
 }
 
 /// Registers `listed` in a child scope of its own (`None` for no listing).
@@ -199,9 +221,9 @@ fn install(
     scope: &Scope,
     registry: &Arc<dyn ToolRegistry>,
     connection: &Arc<Connection>,
-    listed: Option<Vec<(McpTool, Value)>>,
+    listed: Option<Listing>,
 ) -> Result<Option<Scope>, BoxError> {
-    let Some(offered) = listed else {
+    let Some(Listing { offered, .. }) = listed else {
         return Ok(None);
     };
     let taken: Vec<String> = registry

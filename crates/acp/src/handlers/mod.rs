@@ -158,7 +158,6 @@ async fn session_mcp(
     let tools: Arc<dyn ToolRegistry> =
         Arc::new(OverlayToolRegistry::new(conn.services.tools.clone()));
     let failed = host.attach(&scope, tools.clone(), servers).await;
-    let failed = failed.iter().map(ToString::to_string).collect();
     Some((tools, scope, failed))
 }
 
@@ -180,7 +179,8 @@ pub(super) struct Parts {
     pub mode: ModeCell,
     /// The scope owning the session's own MCP servers, when it has any.
     pub mcp: Option<dsh_kernel::Scope>,
-    /// Those of its servers that did not start, with why.
+    /// What to tell the person about its MCP servers: those that did not start, and tools
+    /// left out for their schemas.
     pub mcp_failed: Vec<String>,
     pub queue: mpsc::UnboundedSender<Item>,
     pub items: mpsc::UnboundedReceiver<Item>,
@@ -225,7 +225,7 @@ pub(super) struct Prepared {
 pub(super) async fn prepare(conn: &Conn, id: &str, servers: Vec<ServerSpec>) -> Prepared {
     let mut parts = parts(conn);
     if let Some(host) = conn.scope.get::<dyn McpToolHost>() {
-        parts.mcp_failed = host.ready().await.iter().map(ToString::to_string).collect();
+        parts.mcp_failed = host.ready().await;
     }
     let tools = session_mcp(conn, servers)
         .await
@@ -290,7 +290,6 @@ pub(super) fn install(
     // A server that did not start is told to the person once the client knows the session
     // (see `setup::announce`); the session works without it.
     for failure in mcp_failed {
-        let failure = format!("{failure}; its tools are not offered");
         tracing::warn!(session = %record.id, "{failure}");
         if conn.state.notices() {
             record.unannounced.lock().push(failure);
