@@ -356,3 +356,43 @@ async fn in_ask_mode_allow_always_covers_one_mcp_tool_and_read_only_ones_never_a
     assert!(asked[0].starts_with("faults: huge"), "{asked:?}");
     assert!(asked[1].starts_with("faults: grow"), "{asked:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_servers_start_side_by_side() {
+    let sandbox = Sandbox::new();
+    let mut reports = FaultReports::new();
+    // Two servers that would each take a minute: both are running before either is given up
+    // on, which a start one after the other could not show.
+    let path = sandbox.root.path().join("config.toml");
+    let mut body = String::new();
+    for name in ["first", "second"] {
+        body.push_str(&format!(
+            "[mcp_servers.{name}]\ncommand = {FAULT_SERVER:?}\nargs = [\"--never-start\"]\n\
+             startup_timeout_ms = 60000\nenv = {{ {REPORT_VAR} = {:?}, DSH_MCP_FAULT = {:?} }}\n\n",
+            reports.path().display().to_string(),
+            sandbox.root.path().display().to_string(),
+        ));
+    }
+    std::fs::write(&path, body).unwrap();
+    let replay = sandbox.script("side", calls(&[]));
+    let mut command = sandbox.dsh(["--replay", &replay, "run", "hello"]);
+    command.env("DSH_CONFIG", &path);
+    let run = tokio::spawn(run(command));
+    let one = reports.wait_for("started").await;
+    let two = reports.wait_for("started").await;
+    for pid in [one, two] {
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+    }
+    let out = run.await.unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for name in ["first", "second"] {
+        let warned = format!("warning: MCP server {name} did not start");
+        assert!(stderr.contains(&warned), "{stderr}");
+    }
+    gone(marker(&sandbox)).await;
+}
