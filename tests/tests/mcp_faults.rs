@@ -159,3 +159,29 @@ async fn a_changed_tool_list_is_announced_and_listed() {
     server.shutdown().await;
     gone(marker).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_its_tool_timeout_fails_and_the_server_hears_the_cancellation() {
+    let mut reports = FaultReports::new();
+    let marker = marker("timeout");
+    let mut spec = spec("faults", &reports, &marker, &[]);
+    // The limit is the behaviour under test.
+    spec.tool_timeout = Duration::from_millis(200);
+    let server = connect(&spec).await;
+    let ended = server
+        .call("hang", json!({}), CancellationToken::new())
+        .await;
+    match &ended {
+        Err(McpError::Timeout {
+            server, operation, ..
+        }) => {
+            assert_eq!(server, "faults");
+            assert_eq!(operation, "calling hang");
+        }
+        other => panic!("a timeout, not {other:?}"),
+    }
+    assert!(ended.unwrap_err().to_string().contains("took longer than"));
+    reports.wait_for("cancelled").await;
+    server.shutdown().await;
+    gone(marker).await;
+}
