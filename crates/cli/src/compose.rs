@@ -189,10 +189,8 @@ fn watchdog_program() -> PathBuf {
     }
 }
 
-/// The enabled servers of `[mcp_servers]`; one that cannot be described (a `$NAME` that is
-/// not set) is reported and left out, as a server that fails to start is.
-/// The configured MCP servers to start, and those that cannot be (a `"$NAME"` that is not
-/// set), reported like a server that failed to start.
+/// The enabled servers of `[mcp_servers]` to start; one that cannot be described (a
+/// `"$NAME"` that is not set) is reported as a server that fails to start is.
 fn mcp_servers(settings: &Settings) -> McpToolsPlugin {
     let mut specs = Vec::new();
     let mut failed = Vec::new();

@@ -142,7 +142,7 @@ pub(super) fn mcp_specs(servers: &[McpServer], cwd: &Path) -> Result<Vec<ServerS
 
 /// Starts a session's own MCP servers (an editor's), with their tools over the process's:
 /// the tools to give its agent, the scope that owns the servers (disposed with the session),
-/// and what did not start. Without servers, or without an MCP service, nothing.
+/// and what to tell the person (servers that did not start, tools left out). Without servers, or without an MCP service, nothing.
 async fn session_mcp(
     conn: &Conn,
     servers: Vec<ServerSpec>,
@@ -157,8 +157,8 @@ async fn session_mcp(
     let scope = conn.scope.child("session-mcp").ok()?;
     let tools: Arc<dyn ToolRegistry> =
         Arc::new(OverlayToolRegistry::new(conn.services.tools.clone()));
-    let failed = host.attach(&scope, tools.clone(), servers).await;
-    Some((tools, scope, failed))
+    let notes = host.attach(&scope, tools.clone(), servers).await;
+    Some((tools, scope, notes))
 }
 
 /// The editor's file access for `session_id`, when the client offers it.
@@ -181,7 +181,7 @@ pub(super) struct Parts {
     pub mcp: Option<dsh_kernel::Scope>,
     /// What to tell the person about its MCP servers: those that did not start, and tools
     /// left out for their schemas.
-    pub mcp_failed: Vec<String>,
+    pub mcp_notes: Vec<String>,
     pub queue: mpsc::UnboundedSender<Item>,
     pub items: mpsc::UnboundedReceiver<Item>,
 }
@@ -205,7 +205,7 @@ fn parts(conn: &Conn) -> Parts {
         grants,
         mode,
         mcp: None,
-        mcp_failed: Vec::new(),
+        mcp_notes: Vec::new(),
         queue,
         items,
     }
@@ -225,13 +225,13 @@ pub(super) struct Prepared {
 pub(super) async fn prepare(conn: &Conn, id: &str, servers: Vec<ServerSpec>) -> Prepared {
     let mut parts = parts(conn);
     if let Some(host) = conn.scope.get::<dyn McpToolHost>() {
-        parts.mcp_failed = host.ready().await;
+        parts.mcp_notes = host.ready().await;
     }
     let tools = session_mcp(conn, servers)
         .await
-        .map(|(tools, scope, failed)| {
+        .map(|(tools, scope, notes)| {
             parts.mcp = Some(scope);
-            parts.mcp_failed.extend(failed);
+            parts.mcp_notes.extend(notes);
             tools
         });
     Prepared {
@@ -259,7 +259,7 @@ pub(super) fn install(
     mut parts: Parts,
 ) -> Result<Arc<Record>, dsh_agent::AgentHandle> {
     let agent = handle.agent().clone();
-    let mcp_failed = std::mem::take(&mut parts.mcp_failed);
+    let mcp_notes = std::mem::take(&mut parts.mcp_notes);
     // A session that changed its mode before (in this editor or another) is back in it.
     if let Some(mode) = agent.config().mode {
         *parts.mode.lock() = mode;
@@ -289,10 +289,10 @@ pub(super) fn install(
     }
     // A server that did not start is told to the person once the client knows the session
     // (see `setup::announce`); the session works without it.
-    for failure in mcp_failed {
-        tracing::warn!(session = %record.id, "{failure}");
+    for note in mcp_notes {
+        tracing::warn!(session = %record.id, "{note}");
         if conn.state.notices() {
-            record.unannounced.lock().push(failure);
+            record.unannounced.lock().push(note);
         }
     }
     let path = ordered_path(
