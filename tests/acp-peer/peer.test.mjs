@@ -419,3 +419,40 @@ test("titles, pickers and plans", async () => {
   });
   await finish(proc);
 });
+
+test("an editor's MCP server gives its session tools, read-only ones unasked", async () => {
+  const server = process.env.DSH_MCP_FAULT_SERVER;
+  assert.ok(server, "DSH_MCP_FAULT_SERVER names the in-repo MCP test server");
+  const box = sandbox([
+    { stream: [{ tool_call: { name: "faults__echo", arguments: { text: "from the MCP server" } } }] },
+    { stream: [{ tool_call: { name: "faults__huge", arguments: { bytes: 10 } } }] },
+    { stream: [{ text: "done" }], finish: "stop" },
+  ]);
+  const proc = start(box);
+  const { app, updates, asked } = peer("allow_once");
+  await app.connectWith(proc.stream, async (ctx) => {
+    const init = await handshake(ctx);
+    assert.deepEqual(init.agentCapabilities.mcpCapabilities, { http: true, sse: false });
+    const { sessionId } = await ctx.request(methods.agent.session.new, {
+      cwd: box.work,
+      mcpServers: [{ name: "faults", command: server, args: [], env: [] }],
+    });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "go" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+    // Ask mode: the tool the server marks read-only ran unasked; the other one asked.
+    assert.equal(asked.length, 1);
+    assert.match(asked[0].toolCall.title, /^faults: huge/);
+    const calls = updates.filter((u) => u.update.sessionUpdate === "tool_call");
+    assert.match(calls[0].update.title, /^faults: echo/);
+    assert.equal(calls[0].update.kind, "read");
+    const results = JSON.stringify(
+      updates.filter((u) => u.update.sessionUpdate === "tool_call_update"),
+    );
+    assert.match(results, /from the MCP server/);
+    await ctx.request(methods.agent.session.close, { sessionId });
+  });
+  await finish(proc);
+});

@@ -1,6 +1,7 @@
 //! The official ACP TypeScript client drives the built `dsh acp` (`tests/acp-peer/`, run with
 //! `node --test`). Without node or its installed packages the test is skipped with a warning;
 //! when `CI` is set it fails instead, so CI cannot pass without the official peer having run.
+//! The MCP scenario hands it the in-repo MCP test server (`src/bin/mcp-fault-server.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,6 +18,10 @@ fn the_official_typescript_client_completes_every_scenario() {
         .arg("--test")
         .current_dir(&peer)
         .env("DSH_BIN", binary())
+        .env(
+            "DSH_MCP_FAULT_SERVER",
+            env!("CARGO_BIN_EXE_mcp-fault-server"),
+        )
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -25,5 +30,5 @@ fn the_official_typescript_client_completes_every_scenario() {
         "node --test failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("# pass 9"), "{stdout}");
+    assert!(stdout.contains("# pass 10"), "{stdout}");
 }

@@ -69,6 +69,17 @@ fn a_stdio_server_s_tools_belong_to_its_session_and_go_with_it() {
         .map(Value::to_string)
         .collect();
     assert!(results.contains("from the editor's server"), "{results}");
+    // The call is shown as the session's agent knows the tool: titled with its server and
+    // of kind `read`, as the server marks `echo` read-only.
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert!(
+        call["title"].as_str().unwrap().starts_with("everything: "),
+        "{call}"
+    );
+    assert_eq!(call["kind"], "read", "{call}");
     acp.prompt_to_end(&plain, "no tools of the editor here");
 
     let calls: Vec<Value> = std::fs::read_to_string(&log)
@@ -151,6 +162,17 @@ fn a_streamable_http_server_works_and_sse_is_refused() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     let results: String = updates.iter().map(Value::to_string).collect();
     assert!(results.contains("from the editor's server"), "{results}");
+    // The call is shown as the session's agent knows the tool: titled with its server and
+    // of kind `read`, as the server marks `echo` read-only.
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert!(
+        call["title"].as_str().unwrap().starts_with("web: "),
+        "{call}"
+    );
+    assert_eq!(call["kind"], "read", "{call}");
     acp.finish();
     server.kill().unwrap();
     server.wait().unwrap();

@@ -177,6 +177,10 @@ pub(super) struct Parts {
     pub gate: Arc<dyn ApprovalGate>,
     pub grants: Arc<Grants>,
     pub mode: ModeCell,
+    /// The tools its agent has: the process's, with its own MCP servers' over them. The
+    /// session's path renders calls from it, so an editor's server's tool is titled and
+    /// asked about as its agent sees it.
+    pub tools: Arc<dyn ToolRegistry>,
     /// The scope owning the session's own MCP servers, when it has any.
     pub mcp: Option<dsh_kernel::Scope>,
     /// What to tell the person about its MCP servers: those that did not start, and tools
@@ -204,6 +208,7 @@ fn parts(conn: &Conn) -> Parts {
         gate,
         grants,
         mode,
+        tools: conn.services.tools.clone(),
         mcp: None,
         mcp_notes: Vec::new(),
         queue,
@@ -230,6 +235,7 @@ pub(super) async fn prepare(conn: &Conn, id: &str, servers: Vec<ServerSpec>) -> 
     let tools = session_mcp(conn, servers)
         .await
         .map(|(tools, scope, notes)| {
+            parts.tools = tools.clone();
             parts.mcp = Some(scope);
             parts.mcp_notes.extend(notes);
             tools
@@ -300,7 +306,7 @@ pub(super) fn install(
         parts.items,
         PathParts {
             out: conn.out.clone(),
-            tools: conn.services.tools.clone(),
+            tools: parts.tools,
             outgoing: conn.outgoing.clone(),
             auth_hint: conn.config.auth_hint.as_deref().map(Arc::from),
             prices: conn.config.prices.clone().map(Arc::new),
