@@ -1,6 +1,7 @@
 //! An editor's MCP servers, sent with `session/new` as Zed sends its context servers: the
 //! reference server over stdio and over streamable HTTP, its tools offered to that session
-//! alone and called; SSE refused; closing the session leaves no server process behind.
+//! alone and called; SSE refused; closing the session leaves no server process behind; a
+//! `session/load` in a new process starts the servers it sends for the loaded session.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -176,4 +177,50 @@ fn a_streamable_http_server_works_and_sse_is_refused() {
     acp.finish();
     server.kill().unwrap();
     server.wait().unwrap();
+}
+
+#[test]
+fn a_loaded_session_gets_the_servers_its_load_sends() {
+    let sandbox = Sandbox::new();
+    let server = env!("CARGO_BIN_EXE_mcp-fault-server");
+    let marker = format!("DSH_MCP_LOAD={}", sandbox.root.path().display());
+    let (key, value) = marker.split_once('=').unwrap();
+    let servers = json!([{"name": "faults", "command": server, "args": [],
+                          "env": [{"name": key, "value": value}]}]);
+    let script = sandbox.script(
+        "load",
+        json!([
+            {"match": {"last_user_contains": "first"}, "stream": [{"text": "one"}],
+             "finish": "stop"},
+            {"match": {"last_user_contains": "second"},
+             "stream": [{"tool_call": {"name": "faults__echo",
+                 "arguments": {"text": "after the load"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    // A first editor process creates the session without servers and goes.
+    let mut first = AcpDriver::start(&sandbox, &script, &["--permission", "allow"]);
+    first.initialize(false);
+    let session = first.new_session(&sandbox.work());
+    first.prompt_to_end(&session, "first");
+    first.finish();
+
+    // A second one loads it with a server: its tools are the loaded session's.
+    let mut second = AcpDriver::start(&sandbox, &script, &["--permission", "allow"]);
+    second.initialize(false);
+    let id = second.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": servers}),
+    );
+    let (loaded, _) = second.response(&id);
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let (response, updates) = second.prompt_to_end(&session, "second");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let shown: String = updates.iter().map(Value::to_string).collect();
+    assert!(shown.contains("after the load"), "{shown}");
+    assert!(shown.contains("faults: echo"), "{shown}");
+    let close = second.request("session/close", json!({"sessionId": session}));
+    second.response(&close);
+    wait_gone(&marker);
+    second.finish();
 }
