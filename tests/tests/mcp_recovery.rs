@@ -396,3 +396,30 @@ async fn configured_servers_start_side_by_side() {
     }
     gone(marker(&sandbox)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_a_running_mcp_call_spins_and_ctrl_c_cancels_it_at_the_server() {
+    let sandbox = Sandbox::new();
+    let mut reports = FaultReports::new();
+    let path = config(&sandbox, &reports, "");
+    let replay = sandbox.script("spin", calls(&[("faults__hang", json!({}))]));
+    let path = path.display().to_string();
+    let mut term = dsh_e2e::pty::Terminal::run_with(
+        &sandbox,
+        &["run", "--replay", &replay, "go"],
+        &[("TERM", "xterm-256color"), ("DSH_CONFIG", &path)],
+    );
+    // The spinner names the tool while the server has the call.
+    term.expect("· ▸ faults__hang");
+    reports.wait_for("hang").await;
+    term.type_keys(b"\x03");
+    reports.wait_for("cancelled").await;
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 130, "{seen}");
+    assert!(
+        seen.contains("[cancelled by the user after ")
+            && seen.contains("s; MCP server faults was told to stop the call]"),
+        "{seen}"
+    );
+    gone(marker(&sandbox)).await;
+}

@@ -180,7 +180,7 @@ impl Renderer {
         if let Some((line, command)) = waiting {
             self.side(line.as_bytes());
             if let Some(command) = command {
-                self.spin(&command);
+                self.spin(&format!("$ {command}"));
             }
         }
     }
@@ -202,18 +202,19 @@ impl Renderer {
         }
     }
 
-    /// Starts the spinner of a running command (`command`, already safe to show).
-    fn spin(&self, command: &str) {
+    /// Starts the spinner of a running call: `label` (already safe to show) is `$ command`
+    /// for a command, `▸ tool` for another tool.
+    fn spin(&self, label: &str) {
         if !self.draws_in_place() {
             return;
         }
-        let first = command.lines().next().unwrap_or_default();
-        let mut shown: String = first.chars().take(60).collect();
-        if shown.len() < command.trim_end().len() {
+        let first = label.lines().next().unwrap_or_default();
+        let mut shown: String = first.chars().take(62).collect();
+        if shown.len() < label.trim_end().len() {
             shown.push('…');
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} · $ {msg}") {
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} · {msg}") {
             bar.set_style(style);
         }
         bar.set_message(shown);
@@ -377,8 +378,14 @@ impl Renderer {
                     state.asked.insert(call.call_id.clone(), (line, command));
                 } else {
                     self.side(line.as_bytes());
-                    if let Some(command) = command {
-                        self.spin(&command);
+                    match command {
+                        Some(command) => self.spin(&format!("$ {command}")),
+                        // A tool with no output until it answers (an MCP server's, which may
+                        // take a while) shows that it runs too; a file tool answers at once.
+                        None if !FILE_TOOLS.contains(&call.name.as_str()) => {
+                            self.spin(&format!("▸ {}", SafeText::plain(&call.name)));
+                        }
+                        None => {}
                     }
                 }
                 state.calls.insert(call.call_id, (event.time, call.name));

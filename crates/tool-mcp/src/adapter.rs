@@ -105,12 +105,22 @@ impl Tool for McpToolAdapter {
         let tool = self.tool.name.clone();
         let cancel = cx.cancellation().clone();
         Box::pin(async move {
+            let started = std::time::Instant::now();
             match connection.call(&tool, args, cancel).await {
                 Ok(outcome) => Ok(ToolOutput {
                     content: bounded(outcome.text),
                     is_error: outcome.is_error,
                     meta: None,
                 }),
+                // Said as the bash tool says its own: the person stopped it, nothing failed.
+                Err(McpError::Cancelled { server }) => Err(ToolError::new(
+                    "cancelled",
+                    format!(
+                        "[cancelled by the user after {:.1} s; MCP server {server} was told to \
+                         stop the call]",
+                        started.elapsed().as_secs_f64()
+                    ),
+                )),
                 Err(error) => Err(ToolError::new(code(&error), error.to_string())),
             }
         })
