@@ -423,3 +423,29 @@ async fn on_a_terminal_a_running_mcp_call_spins_and_ctrl_c_cancels_it_at_the_ser
     );
     gone(marker(&sandbox)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_in_ask_mode_the_question_is_not_drawn_over_by_a_spinner() {
+    let sandbox = Sandbox::new();
+    let reports = FaultReports::new();
+    let path = config(&sandbox, &reports, "");
+    let replay = sandbox.script("ask", calls(&[("faults__huge", json!({"bytes": 30}))]));
+    let path = path.display().to_string();
+    let mut term = dsh_e2e::pty::Terminal::run_with(
+        &sandbox,
+        &["run", "--permission", "ask", "--replay", &replay, "go"],
+        &[("TERM", "xterm-256color"), ("DSH_CONFIG", &path)],
+    );
+    let question = "dsh · allow faults__huge: {\"bytes\":30}? [y/N] ";
+    term.expect(question);
+    // The question starts a line of its own: the call's spinner was cleared for it.
+    let before = &term.seen[..term.seen.find(question).unwrap()];
+    assert!(
+        before.ends_with('\n') || before.ends_with("\r\u{1b}[2K"),
+        "{before:?}"
+    );
+    term.type_keys(b"y\r");
+    term.expect("0123456789abcdef0123456789abcd");
+    let (code, seen) = term.exit_code();
+    assert_eq!(code, 0, "{seen}");
+}

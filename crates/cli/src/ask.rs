@@ -26,8 +26,8 @@ const SHOWN: usize = 2000;
 /// The longest answer line read; a longer one is a "no".
 const ANSWER_LIMIT: usize = 4096;
 
-/// Told the id of each call the user allowed, just before it runs.
-pub type OnAllow = Box<dyn Fn(&str) + Send + Sync>;
+/// Told the id of a call: as the user is asked about it, or once they allowed it.
+pub type OnCall = Box<dyn Fn(&str) + Send + Sync>;
 
 /// Asks on the controlling terminal before each gated call, one question at a time.
 pub struct TerminalGate {
@@ -36,8 +36,10 @@ pub struct TerminalGate {
     colour: bool,
     /// Questions never interleave, even if two agents asked at once.
     one_at_a_time: Mutex<()>,
+    /// The renderer, which clears what it draws in place before a question is written.
+    on_ask: std::sync::OnceLock<OnCall>,
     /// The renderer, which shows an allowed call as running only once it is allowed.
-    on_allow: std::sync::OnceLock<OnAllow>,
+    on_allow: std::sync::OnceLock<OnCall>,
 }
 
 impl TerminalGate {
@@ -47,12 +49,19 @@ impl TerminalGate {
             mode,
             colour,
             one_at_a_time: Mutex::default(),
+            on_ask: std::sync::OnceLock::new(),
             on_allow: std::sync::OnceLock::new(),
         }
     }
 
+    /// Calls `hook` with the id of each call about to be asked about (the first hook set
+    /// stays).
+    pub fn on_ask(&self, hook: OnCall) {
+        let _ = self.on_ask.set(hook);
+    }
+
     /// Calls `hook` with the id of each call allowed from now on (the first hook set stays).
-    pub fn on_allow(&self, hook: OnAllow) {
+    pub fn on_allow(&self, hook: OnCall) {
         let _ = self.on_allow.set(hook);
     }
 }
@@ -66,6 +75,9 @@ impl ApprovalGate for TerminalGate {
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
         let question = question(&request, self.colour);
+        if let Some(hook) = self.on_ask.get() {
+            hook(&request.call_id);
+        }
         tokio::select! {
             biased;
             () = request.cancel.cancelled() => ApprovalDecision::Cancelled,

@@ -168,20 +168,28 @@ impl Renderer {
 
     /// The user allowed call `call_id`: it is shown as running now.
     pub fn allowed(&self, call_id: &str) {
-        let waiting = {
+        let (waiting, name) = {
             let mut state = self.state.lock();
             let waiting = state.asked.remove(call_id);
             if waiting.is_none() {
                 // Its question showed what it changes: the result need not again.
                 state.previewed.insert(call_id.to_owned());
             }
-            waiting
+            let name = state.calls.get(call_id).map(|(_, name)| name.clone());
+            (waiting, name)
         };
-        if let Some((line, command)) = waiting {
-            self.side(line.as_bytes());
-            if let Some(command) = command {
-                self.spin(&format!("$ {command}"));
+        match (waiting, name) {
+            (Some((line, command)), _) => {
+                self.side(line.as_bytes());
+                if let Some(command) = command {
+                    self.spin(&format!("$ {command}"));
+                }
             }
+            // Its spinner went for the question; it runs now.
+            (None, Some(name)) if spins(&name) => {
+                self.spin(&format!("▸ {}", SafeText::plain(&name)))
+            }
+            (None, _) => {}
         }
     }
 
@@ -380,9 +388,7 @@ impl Renderer {
                     self.side(line.as_bytes());
                     match command {
                         Some(command) => self.spin(&format!("$ {command}")),
-                        // A tool with no output until it answers (an MCP server's, which may
-                        // take a while) shows that it runs too; a file tool answers at once.
-                        None if !FILE_TOOLS.contains(&call.name.as_str()) => {
+                        None if spins(&call.name) => {
                             self.spin(&format!("▸ {}", SafeText::plain(&call.name)));
                         }
                         None => {}
@@ -700,6 +706,12 @@ impl Ending {
             format!("{text}\n")
         }
     }
+}
+
+/// Whether a tool other than bash shows the spinner while it runs: one with no output until
+/// it answers (an MCP server's, which may take a while); a file tool answers at once.
+fn spins(tool: &str) -> bool {
+    tool != "bash" && !FILE_TOOLS.contains(&tool)
 }
 
 /// A result as shown under its `$ command` line: the output (unless it was shown live),

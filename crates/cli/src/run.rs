@@ -412,6 +412,8 @@ async fn turn(
         renderer.asking();
         let shown = renderer.clone();
         gate.on_allow(Box::new(move |call_id| shown.allowed(call_id)));
+        let shown = renderer.clone();
+        gate.on_ask(Box::new(move |_| shown.stop_spinner()));
     }
     let subscribed = runtime
         .scope()
