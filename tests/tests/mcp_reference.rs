@@ -119,8 +119,14 @@ async fn the_reference_server_over_streamable_http() {
     let spec = ServerSpec::http("everything", format!("http://127.0.0.1:{port}/mcp"));
     let server = RmcpConnector.connect(&spec).await.unwrap();
     exercise(&*server).await;
-    server.shutdown().await;
+    // A server that went away fails the call as gone, so the consumer starts it again.
     child.kill().await.unwrap();
+    child.wait().await.unwrap();
+    let after = server
+        .call("echo", json!({"message": "x"}), CancellationToken::new())
+        .await;
+    assert!(matches!(after, Err(McpError::Gone { .. })), "{after:?}");
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
