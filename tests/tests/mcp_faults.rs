@@ -1,7 +1,8 @@
 //! The MCP provider (`dsh-mcp-rmcp`) against a server that misbehaves on purpose (the
 //! in-repo fault server on rmcp's server side): one that never finishes starting, one that
 //! crashes mid-call, one that hangs a call until MCP's cancellation reaches it, one that
-//! answers 10 MiB, and one whose tool list changes.
+//! answers 10 MiB, and one whose tool list changes; and, through the consumer's tools
+//! (`dsh-tool-mcp`), calls that find a crashed server gone together.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -184,4 +185,56 @@ async fn a_call_past_its_tool_timeout_fails_and_the_server_hears_the_cancellatio
     reports.wait_for("cancelled").await;
     server.shutdown().await;
     gone(marker).await;
+}
+
+/// Calls the registered tool `name` as the agent loop would.
+async fn call_tool(
+    registry: &std::sync::Arc<dyn dsh_tools::ToolRegistry>,
+    name: &str,
+    args: serde_json::Value,
+) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
+    let tools = registry.snapshot();
+    let tool = tools.get(name).unwrap().clone();
+    tool.call(
+        args,
+        dsh_tools::ToolContext::new(name, CancellationToken::new()),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_find_a_crashed_server_together_share_its_one_restart() {
+    let mut reports = FaultReports::new();
+    let marker = marker("together");
+    let runtime = dsh_kernel::Runtime::new();
+    let registry: std::sync::Arc<dyn dsh_tools::ToolRegistry> =
+        std::sync::Arc::new(dsh_tools::StandardToolRegistry::new());
+    let connector: std::sync::Arc<dyn McpConnector> = std::sync::Arc::new(RmcpConnector);
+    let notes = dsh_tool_mcp::start_servers(
+        runtime.scope(),
+        &registry,
+        &connector,
+        vec![spec("faults", &reports, &marker, &[])],
+    )
+    .await
+    .unwrap();
+    assert_eq!(notes.len(), 1, "the array schema: {notes:?}");
+    reports.wait_for("started").await;
+    let crashed = call_tool(&registry, "faults__crash", json!({})).await;
+    assert_eq!(crashed.unwrap_err().code, "mcp_server_gone");
+    // Two calls find the server gone at once: one starts it, the other waits for that start
+    // instead of calling it a second crash.
+    let (one, two) = tokio::join!(
+        call_tool(&registry, "faults__echo", json!({"text": "one"})),
+        call_tool(&registry, "faults__echo", json!({"text": "two"})),
+    );
+    assert_eq!(one.unwrap().content, "one");
+    assert_eq!(two.unwrap().content, "two");
+    reports.wait_for("started").await;
+    runtime.shutdown().await;
+    gone(marker).await;
+    assert!(
+        !reports.so_far().iter().any(|r| r.starts_with("started")),
+        "started once more, not twice"
+    );
 }

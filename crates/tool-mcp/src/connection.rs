@@ -23,6 +23,9 @@ pub(crate) struct Connection {
     server: Mutex<Option<Arc<dyn McpServer>>>,
     /// The one restart after a crash has been used.
     restarted: AtomicBool,
+    /// Held while a restart runs: calls that find the server gone together share its one
+    /// restart (sessions share a configured server, so such calls can overlap).
+    restarting: tokio::sync::Mutex<()>,
     /// Grows when the tool list may have changed: the server said so, or it was restarted.
     changes: watch::Sender<u64>,
     /// The value of `changes` the registered tools were listed after.
@@ -45,6 +48,7 @@ impl Connection {
             scope,
             server: Mutex::new(Some(server.clone())),
             restarted: AtomicBool::new(false),
+            restarting: tokio::sync::Mutex::new(()),
             changes: watch::channel(0).0,
             applied: watch::channel(0).0,
             refused: Mutex::default(),
@@ -136,6 +140,11 @@ impl Connection {
     }
 
     async fn restart(&self) -> Result<Arc<dyn McpServer>, McpError> {
+        let _one = self.restarting.lock().await;
+        // Another call restarted it while this one waited.
+        if let Some(server) = self.current() {
+            return Ok(server);
+        }
         if self.restarted.swap(true, Ordering::AcqRel) {
             return Err(McpError::Gone {
                 server: self.spec.name.clone(),
