@@ -134,9 +134,11 @@ fn page(sessions: &[SessionSummary], after: Option<&Cursor>) -> ListSessionsResp
 }
 
 fn info(summary: &SessionSummary) -> SessionInfo {
+    // Always three fractional digits: `…09.830Z`, never `…09.83Z`, so that the times sort as
+    // text in the order they sort as times (a client may compare them as strings).
     let updated = jiff::Timestamp::from_millisecond(summary.updated_at)
         .ok()
-        .map(|t| t.to_string());
+        .map(|t| format!("{t:.3}"));
     SessionInfo::new(
         summary.header.id.as_str().to_owned(),
         Path::new(&summary.header.cwd).to_path_buf(),
@@ -306,5 +308,19 @@ mod tests {
         assert_eq!(third.sessions.len(), 5);
         assert!(third.next_cursor.is_none());
         assert_eq!(Cursor::parse("nonsense"), None);
+    }
+
+    #[test]
+    fn update_times_have_three_fractional_digits_and_sort_as_text() {
+        let id = "01a24000-0000-7000-8000-000000000000";
+        for (ms, shown) in [
+            (1_796_417_169_830, "2026-12-04T20:46:09.830Z"),
+            (1_796_417_169_835, "2026-12-04T20:46:09.835Z"),
+            (1_796_417_169_000, "2026-12-04T20:46:09.000Z"),
+            (1_796_417_169_007, "2026-12-04T20:46:09.007Z"),
+        ] {
+            let info = info(&summary(id, ms));
+            assert_eq!(info.updated_at.as_deref(), Some(shown));
+        }
     }
 }
