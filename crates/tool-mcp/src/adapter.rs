@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use dsh_mcp::{McpError, McpTool};
-use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_session::ToolCallRecord;
 use dsh_tools::{
-    Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolKindHint, ToolOutput,
-    ToolResultView, ToolSchema,
+    Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolKindHint, ToolOutput, ToolSchema,
 };
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -135,14 +134,6 @@ impl Tool for McpToolAdapter {
             .unwrap_or_else(|| self.tool.name.clone());
         let title = format!("{}: {shown}", self.connection.name());
         Some(ToolCallView::titled(title, self.kind(), call))
-    }
-
-    fn present_result(
-        &self,
-        _call: &ToolCallRecord,
-        result: &ToolResultRecord,
-    ) -> Option<ToolResultView> {
-        Some(ToolResultView::text_of(result))
     }
 }
 

@@ -1,9 +1,9 @@
 //! The `todo` tool: the whole plan in, checked, handed back to the loop in the output.
 
-use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_session::ToolCallRecord;
 use dsh_tools::{
     Effect, Plan, PlanEntry, PlanStatus, Roots, Tool, ToolCallView, ToolContext, ToolError,
-    ToolKindHint, ToolOutput, ToolResultView, ToolSchema,
+    ToolKindHint, ToolOutput, ToolSchema,
 };
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -162,14 +162,6 @@ impl Tool for TodoTool {
             ToolKindHint::Think,
             call,
         ))
-    }
-
-    fn present_result(
-        &self,
-        _call: &ToolCallRecord,
-        result: &ToolResultRecord,
-    ) -> Option<ToolResultView> {
-        Some(ToolResultView::text_of(result))
     }
 }
 

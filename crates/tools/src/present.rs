@@ -103,15 +103,6 @@ impl ToolCallView {
     }
 }
 
-impl ToolResultView {
-    /// The result's text as one block: the view of a tool whose output is plain text.
-    pub fn text_of(result: &dsh_session::ToolResultRecord) -> ToolResultView {
-        ToolResultView::Generic {
-            content: vec![result.content.clone()],
-        }
-    }
-}
-
 /// How a command ended, taken from structured result data, never parsed out of text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TerminalExit {
