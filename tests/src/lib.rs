@@ -282,6 +282,69 @@ pub fn mcp_reference_server() -> Option<PathBuf> {
     None
 }
 
+/// The MCP reference server serving streamable HTTP on a free port of 127.0.0.1, started
+/// from `script` and ready (it said it listens). Dropping it ends the server.
+pub struct ReferenceHttp {
+    child: std::process::Child,
+    /// Its MCP endpoint.
+    pub url: String,
+}
+
+impl ReferenceHttp {
+    /// Starts the server and waits for its "listening" line.
+    pub fn start(script: &Path) -> ReferenceHttp {
+        use std::io::BufRead;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("a free port: {e}"));
+        let child = Command::new("node")
+            .arg(script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting the reference server: {e}"));
+        let mut server = ReferenceHttp {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            child,
+        };
+        let Some(stderr) = server.child.stderr.take() else {
+            panic!("the reference server's stderr");
+        };
+        // Its stderr is read to its end, so the server never writes into a closed pipe.
+        let (listening, heard) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("listening on port") {
+                    let _ = listening.send(());
+                }
+            }
+        });
+        assert!(
+            heard.recv().is_ok(),
+            "the reference server ended before it listened"
+        );
+        server
+    }
+
+    /// Ends the server and waits until it is gone.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ReferenceHttp {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Every process whose environment holds `marker` (`NAME=value`): what a test started,
 /// however far it was detached (a daemon, a child in its own process group).
 pub fn marked_processes(marker: &str) -> Vec<i32> {

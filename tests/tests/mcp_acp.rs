@@ -5,10 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::BufRead;
-
 use dsh_e2e::acp::AcpDriver;
-use dsh_e2e::{Sandbox, mcp_reference_server, wait_gone};
+use dsh_e2e::{ReferenceHttp, Sandbox, mcp_reference_server, wait_gone};
 use serde_json::{Value, json};
 
 fn echoing(sandbox: &Sandbox, tool: &str) -> String {
@@ -21,6 +19,18 @@ fn echoing(sandbox: &Sandbox, tool: &str) -> String {
             {"stream": [{"text": "plain"}], "finish": "stop"}
         ]),
     )
+}
+
+/// The session's first call is shown as its agent knows the tool: titled with the server's
+/// name and of kind `read`, as the reference server marks `echo` read-only.
+fn shown_as_the_session_knows_it(updates: &[Value], server: &str) {
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    let title = call["title"].as_str().unwrap();
+    assert!(title.starts_with(&format!("{server}: ")), "{call}");
+    assert_eq!(call["kind"], "read", "{call}");
 }
 
 fn new_session(acp: &mut AcpDriver, sandbox: &Sandbox, servers: Value) -> Value {
@@ -70,17 +80,7 @@ fn a_stdio_server_s_tools_belong_to_its_session_and_go_with_it() {
         .map(Value::to_string)
         .collect();
     assert!(results.contains("from the editor's server"), "{results}");
-    // The call is shown as the session's agent knows the tool: titled with its server and
-    // of kind `read`, as the server marks `echo` read-only.
-    let call = updates
-        .iter()
-        .find(|u| u["sessionUpdate"] == "tool_call")
-        .unwrap();
-    assert!(
-        call["title"].as_str().unwrap().starts_with("everything: "),
-        "{call}"
-    );
-    assert_eq!(call["kind"], "read", "{call}");
+    shown_as_the_session_knows_it(&updates, "everything");
     acp.prompt_to_end(&plain, "no tools of the editor here");
 
     let calls: Vec<Value> = std::fs::read_to_string(&log)
@@ -114,25 +114,7 @@ fn a_streamable_http_server_works_and_sse_is_refused() {
         return;
     };
     let sandbox = Sandbox::new();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = std::process::Command::new("node")
-        .arg(&script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = std::io::BufReader::new(server.stderr.take().unwrap());
-    for line in stderr.lines() {
-        if line.unwrap().contains("listening on port") {
-            break;
-        }
-    }
+    let server = ReferenceHttp::start(&script);
     let mut acp = AcpDriver::start(
         &sandbox,
         &echoing(&sandbox, "web__echo"),
@@ -155,7 +137,7 @@ fn a_streamable_http_server_works_and_sse_is_refused() {
     let created = new_session(
         &mut acp,
         &sandbox,
-        json!([{"type": "http", "name": "web", "url": format!("http://127.0.0.1:{port}/mcp"),
+        json!([{"type": "http", "name": "web", "url": server.url,
                 "headers": []}]),
     );
     let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
@@ -163,20 +145,9 @@ fn a_streamable_http_server_works_and_sse_is_refused() {
     assert_eq!(response["result"]["stopReason"], "end_turn");
     let results: String = updates.iter().map(Value::to_string).collect();
     assert!(results.contains("from the editor's server"), "{results}");
-    // The call is shown as the session's agent knows the tool: titled with its server and
-    // of kind `read`, as the server marks `echo` read-only.
-    let call = updates
-        .iter()
-        .find(|u| u["sessionUpdate"] == "tool_call")
-        .unwrap();
-    assert!(
-        call["title"].as_str().unwrap().starts_with("web: "),
-        "{call}"
-    );
-    assert_eq!(call["kind"], "read", "{call}");
+    shown_as_the_session_knows_it(&updates, "web");
     acp.finish();
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
 }
 
 #[test]

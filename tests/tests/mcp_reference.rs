@@ -7,11 +7,10 @@
 
 use std::time::Duration;
 
-use dsh_e2e::{mcp_reference_server, wait_gone};
+use dsh_e2e::{ReferenceHttp, mcp_reference_server, wait_gone};
 use dsh_mcp::{CancellationToken, McpConnector, McpError, McpServer, ServerSpec};
 use dsh_mcp_rmcp::RmcpConnector;
 use serde_json::json;
-use tokio::io::AsyncBufReadExt;
 
 async fn exercise(server: &dyn McpServer) {
     let tools = server.tools().await.unwrap();
@@ -95,33 +94,14 @@ async fn the_reference_server_over_streamable_http() {
     let Some(script) = mcp_reference_server() else {
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
+    let mut http = tokio::task::spawn_blocking(move || ReferenceHttp::start(&script))
+        .await
         .unwrap();
-    // Ready once it says it listens.
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        if line.contains("listening on port") {
-            break;
-        }
-    }
-    let spec = ServerSpec::http("everything", format!("http://127.0.0.1:{port}/mcp"));
+    let spec = ServerSpec::http("everything", http.url.clone());
     let server = RmcpConnector.connect(&spec).await.unwrap();
     exercise(&*server).await;
     // A server that went away fails the call as gone, so the consumer starts it again.
-    child.kill().await.unwrap();
-    child.wait().await.unwrap();
+    http.stop();
     let after = server
         .call("echo", json!({"message": "x"}), CancellationToken::new())
         .await;

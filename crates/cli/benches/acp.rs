@@ -274,24 +274,31 @@ fn basics() {
     agent.close();
 }
 
-/// `session/list` over 10,000 stored sessions: one session stored by a prompt, copied under
-/// fresh ids, then the first page and the whole list a page at a time, in a new process.
-fn list_many() {
+/// A directory whose dsh stored one prompted session, which outlives that dsh, and the
+/// session's log.
+fn one_stored_session() -> (tempfile::TempDir, std::path::PathBuf) {
     let (mut agent, _) = Agent::start(json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
     agent.initialize();
     let session = agent.session();
     let id = agent.request("session/prompt", prompt(&session, "hi"));
     agent.response(id);
     let kept = agent.close_keeping();
-    let dir = kept.path().to_path_buf();
-    let data = dir.join("data/sessions");
-    let project = std::fs::read_dir(&data)
+    let log = std::fs::read_dir(kept.path().join("data/sessions"))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
-        .path();
-    let log = project.join(format!("{session}.jsonl"));
+        .path()
+        .join(format!("{session}.jsonl"));
+    (kept, log)
+}
+
+/// `session/list` over 10,000 stored sessions: one session stored by a prompt, copied under
+/// fresh ids, then the first page and the whole list a page at a time, in a new process.
+fn list_many() {
+    let (kept, log) = one_stored_session();
+    let dir = kept.path().to_path_buf();
+    let project = log.parent().unwrap().to_path_buf();
     let text = std::fs::read_to_string(&log).unwrap();
     let (header, rest) = text.split_once('\n').unwrap();
     let mut header: Value = serde_json::from_str(header).unwrap();
@@ -340,20 +347,9 @@ fn list_many() {
 /// `session/resume` of a session whose log holds 100,000 events (one stored turn repeated),
 /// in a new process, each resume followed by `session/close`.
 fn resume_long() {
-    let (mut agent, _) = Agent::start(json!([{"stream": [{"text": "x"}], "finish": "stop"}]));
-    agent.initialize();
-    let session = agent.session();
-    let id = agent.request("session/prompt", prompt(&session, "hi"));
-    agent.response(id);
-    let kept = agent.close_keeping();
+    let (kept, log) = one_stored_session();
     let dir = kept.path().to_path_buf();
-    let log = std::fs::read_dir(dir.join("data/sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-        .join(format!("{session}.jsonl"));
+    let session = log.file_stem().unwrap().to_string_lossy().into_owned();
     let text = std::fs::read_to_string(&log).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap().to_owned();
