@@ -169,7 +169,7 @@ async fn bad_schemas_huge_answers_and_changed_tool_lists_are_handled_for_the_mod
         .collect();
     assert_eq!(warned.len(), 1, "{stderr}");
     assert!(
-        warned[0].starts_with("warning: MCP server faults: tool bad-schema is not offered")
+        warned[0].starts_with("warning: MCP server faults: tool \"bad-schema\" is not offered")
             && warned[0].contains("must be an object"),
         "{stderr}"
     );

@@ -41,16 +41,36 @@ impl McpToolAdapter {
 /// a log), which would fill the context and cost every later request.
 const MAX_RESULT_BYTES: usize = 64 * 1024;
 
+/// The most of a tool's description the model is sent: the description rides in every
+/// request, so a server's essay (or a hostile megabyte) would cost each one.
+const MAX_DESCRIPTION_BYTES: usize = 2048;
+
+/// The end of `text`'s longest prefix of at most `limit` bytes that ends on a character.
+fn prefix_end(text: &str, limit: usize) -> usize {
+    let mut end = limit.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+/// `about`, cut to [`MAX_DESCRIPTION_BYTES`] with an ellipsis when longer.
+fn described(about: &str) -> String {
+    let end = prefix_end(about, MAX_DESCRIPTION_BYTES);
+    if end == about.len() {
+        about.to_owned()
+    } else {
+        format!("{}…", &about[..end])
+    }
+}
+
 /// `text`, or its first [`MAX_RESULT_BYTES`] (cut at a character boundary) and a line saying
 /// how much the server sent.
 fn bounded(text: String) -> String {
     if text.len() <= MAX_RESULT_BYTES {
         return text;
     }
-    let mut end = MAX_RESULT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = prefix_end(&text, MAX_RESULT_BYTES);
     format!(
         "{}\n[… cut: the server returned {} bytes; the first {end} are shown]",
         &text[..end],
@@ -72,7 +92,7 @@ fn code(error: &McpError) -> &'static str {
 
 impl Tool for McpToolAdapter {
     fn schema(&self) -> ToolSchema {
-        let about = self.tool.description.clone().unwrap_or_default();
+        let about = described(self.tool.description.as_deref().unwrap_or_default());
         ToolSchema {
             name: self.name.clone(),
             description: format!(
@@ -140,6 +160,16 @@ impl Tool for McpToolAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_description_is_cut_at_a_character_with_an_ellipsis() {
+        assert_eq!(described("Echoes."), "Echoes.");
+        let long = "ü".repeat(MAX_DESCRIPTION_BYTES);
+        let cut = described(&long);
+        let kept = cut.strip_suffix('…').unwrap();
+        assert!(kept.len() <= MAX_DESCRIPTION_BYTES && kept.chars().all(|c| c == 'ü'));
+        assert_eq!(kept.len(), MAX_DESCRIPTION_BYTES);
+    }
 
     #[test]
     fn a_long_answer_is_cut_at_a_character_and_says_so() {

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::adapter::McpToolAdapter;
 use crate::connection::Connection;
 use crate::names::tool_names;
-use crate::schema::checked_schema;
+use crate::schema::checked_tool;
 
 /// The plugin named `tool-mcp`: the servers of the configuration, shared by every session of
 /// the process and shut down with the plugin.
@@ -202,11 +202,11 @@ async fn listing(connection: &Connection) -> Option<Listing> {
         refused: Vec::new(),
     };
     for tool in listed {
-        match checked_schema(&tool.input_schema) {
+        match checked_tool(&tool) {
             Ok(schema) => listing.offered.push((tool, schema)),
             // Once per tool: a re-listing after a change would say it again.
             Err(why) if connection.first_refusal(&tool.name) => listing.refused.push(format!(
-                "MCP server {}: tool {} is not offered: {why}",
+                "MCP server {}: tool {:?} is not offered: {why}",
                 connection.name(),
                 tool.name
             )),

@@ -1,6 +1,16 @@
 //! Input schemas the model API takes.
 
+use dsh_mcp::McpTool;
 use serde_json::Value;
+
+/// The schema to offer for `tool`, or why it is not offered: a tool needs a name (a server's
+/// list is outside input) and an input schema the model API takes ([`checked_schema`]).
+pub fn checked_tool(tool: &McpTool) -> Result<Value, String> {
+    if tool.name.trim().is_empty() {
+        return Err("it has no name".into());
+    }
+    checked_schema(&tool.input_schema)
+}
 
 /// The schema to offer for a tool's `input`: an object schema as it is (`"type": "object"`
 /// added when absent), or why the model API would refuse it.
@@ -48,6 +58,20 @@ mod tests {
             ),
         ] {
             assert!(checked_schema(&bad).unwrap_err().contains(why), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_tool_without_a_name_is_not_offered() {
+        let tool = |name: &str| McpTool {
+            name: name.into(),
+            description: None,
+            input_schema: json!({"type": "object"}),
+            annotations: dsh_mcp::ToolAnnotations::default(),
+        };
+        assert!(checked_tool(&tool("echo")).is_ok());
+        for nameless in ["", "  "] {
+            assert_eq!(checked_tool(&tool(nameless)).unwrap_err(), "it has no name");
         }
     }
 }
