@@ -1,13 +1,13 @@
-//! Line endings and the final newline: what a file has, so a write can keep it.
+//! Line endings: what a file has, so a write can keep them.
 
-/// The shape of a file's text that a rewrite keeps.
+/// The shape of a file's text that a rewrite keeps: its line breaks, which readers never
+/// see (they read LF). The final newline is not part of it: readers see it, so a writer that
+/// gives text ending one way means it (`edit`, which changes only part of a file, keeps the
+/// old ending itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Shape {
     /// Every line break is CRLF (and there is at least one).
     pub crlf: bool,
-    /// Whether the text ends with a line break; `None` for an empty file, which has no
-    /// habit to keep.
-    pub final_newline: Option<bool>,
 }
 
 impl Shape {
@@ -27,10 +27,8 @@ impl Shape {
                 }
             }
         }
-        let crlf = crlf && breaks > 0;
         Shape {
-            crlf,
-            final_newline: (!raw.is_empty()).then(|| raw.ends_with('\n')),
+            crlf: crlf && breaks > 0,
         }
     }
 
@@ -55,21 +53,11 @@ impl Shape {
 
     /// `text` as it will be stored over a file of this shape.
     pub(crate) fn to_disk(self, text: &str) -> String {
-        let mut text = if self.crlf {
+        if self.crlf {
             text.replace("\r\n", "\n").replace('\n', "\r\n")
         } else {
             text.to_owned()
-        };
-        let ends = text.ends_with('\n');
-        if self.final_newline == Some(true) && !ends && !text.is_empty() {
-            text.push_str(if self.crlf { "\r\n" } else { "\n" });
-        } else if self.final_newline == Some(false) && ends {
-            text.pop();
-            if text.ends_with('\r') && self.crlf {
-                text.pop();
-            }
         }
-        text
     }
 }
 
@@ -78,13 +66,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shape_of_a_file_is_kept_through_a_rewrite() {
+    fn line_breaks_are_kept_through_a_rewrite_and_the_final_newline_is_the_writer_s() {
         // (stored, what readers see, text written back, stored after)
         let cases = [
             ("a\r\nb\r\n", "a\nb\n", "a\nc\n", "a\r\nc\r\n"),
             ("a\r\nb", "a\nb", "a\nc", "a\r\nc"),
-            ("a\nb\n", "a\nb\n", "a\nc", "a\nc\n"),
-            ("a\nb", "a\nb", "a\nc\n", "a\nc"),
+            // The final newline is what the writer gave, either way.
+            ("a\nb\n", "a\nb\n", "a\nc", "a\nc"),
+            ("a\nb", "a\nb", "a\nc\n", "a\nc\n"),
+            ("a\r\nb", "a\nb", "a\nc\n", "a\r\nc\r\n"),
             ("a\r\nb\n", "a\r\nb\n", "x\r\ny\n", "x\r\ny\n"),
             ("", "", "new\n", "new\n"),
             ("", "", "new", "new"),

@@ -6,8 +6,8 @@
 //!   point leaves the old file whole and no temporary file behind.
 //! - A write keeps what the writer did not mean to change: the file's permission bits, its
 //!   line endings (a file whose every line ends in CRLF is read as LF and written back as
-//!   CRLF), its final newline or the absence of one, and a symlink (the file it points to is
-//!   written, the link stays).
+//!   CRLF) and a symlink (the file it points to is written, the link stays). The final newline
+//!   is the writer's: readers see it, so text given without one is written without one.
 //! - A read refuses what is not text (a NUL byte in the first 8 KiB, or not UTF-8) and what is
 //!   over the read cap (default 2 MiB), each with an error that says so.
 //! - Every call runs on tokio's blocking pool: a slow disk never stalls the runtime's workers.

@@ -24,13 +24,15 @@ fn leftovers(dir: &Path) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_crlf_file_reads_as_lf_and_stays_crlf_with_its_final_newline_or_none() {
+async fn a_crlf_file_reads_as_lf_and_stays_crlf_and_the_final_newline_is_as_written() {
     let dir = tempfile::tempdir().unwrap();
     for (stored, edited, after) in [
         ("one\r\ntwo\r\n", "one\n2\n", "one\r\n2\r\n"),
         ("one\r\ntwo", "one\n2", "one\r\n2"),
-        ("one\ntwo\n", "one\n2", "one\n2\n"),
-        ("one\ntwo", "one\n2\n", "one\n2"),
+        ("one\r\ntwo", "one\n2\n", "one\r\n2\r\n"),
+        ("one\ntwo\n", "one\n2", "one\n2"),
+        ("one\ntwo", "one\n2\n", "one\n2\n"),
+        ("hi", "hi\n", "hi\n"),
     ] {
         let path = dir.path().join("f.txt");
         write(&path, stored);

@@ -1,5 +1,7 @@
 //! The tools' limits.
 
+use std::time::Duration;
+
 /// Limits of the file tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolFsConfig {
@@ -13,6 +15,8 @@ pub struct ToolFsConfig {
     pub glob_limit: usize,
     /// The largest `content` or `new_string` accepted, in bytes.
     pub max_write_bytes: usize,
+    /// How long one `grep` or `glob` may search before it stops with what it found.
+    pub search_timeout: Duration,
 }
 
 impl Default for ToolFsConfig {
@@ -23,6 +27,7 @@ impl Default for ToolFsConfig {
             grep_limit: 200,
             glob_limit: 200,
             max_write_bytes: 2 * 1024 * 1024,
+            search_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh_fs::{FileAccess, TextFile};
+use dsh_fs::{FileAccess, FsError, TextFile};
 use dsh_session::{ToolCallRecord, ToolResultRecord};
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
@@ -75,7 +75,8 @@ impl Tool for EditTool {
         );
         Box::pin(async move {
             let plan = plan(&ledger, &cx, args, max).await.ok()?;
-            Some(Region::of(&plan.file.text, &plan.text, false).view(&plan.path, &plan.summary))
+            // Shown before the answer: what will change, not what did.
+            Some(Region::of(&plan.file.text, &plan.text, false).view(&plan.path, &plan.intent))
         })
     }
 
@@ -128,7 +129,10 @@ struct Plan {
     path: PathBuf,
     file: TextFile,
     text: String,
+    /// What happened, for the result.
     summary: String,
+    /// What will happen, for a question asked before.
+    intent: String,
 }
 
 /// Checks the arguments and the read rule and applies the replacements in memory; writes
@@ -144,7 +148,16 @@ async fn plan(
     let target = locate(cx, &path)?;
     let path = target.resolved.path;
     let name = shown(cx, &path);
-    let file = target.files.read(&path).await.map_err(|e| from_fs(&e))?;
+    let file = target.files.read(&path).await.map_err(|e| match e {
+        // A model told to look for the path goes looking; one told how to create it does.
+        FsError::NotFound { .. } => ToolError::new(
+            e.code(),
+            format!(
+                "{name} does not exist. `edit` changes existing files: to create it, call `write` with its whole content."
+            ),
+        ),
+        other => from_fs(&other),
+    })?;
     check_seen(ledger, cx, &path, &name, &file.version)?;
     let mut text = file.text.clone();
     let mut replaced = 0;
@@ -162,6 +175,7 @@ async fn plan(
         text = next;
         replaced += n;
     }
+    let text = keep_final_newline(&file.text, text);
     if text.len() > max {
         return Err(invalid(format!(
             "the edited file would be {} bytes, over the {max}-byte limit",
@@ -169,15 +183,31 @@ async fn plan(
         )));
     }
     let line = first_at.unwrap_or(1);
-    let summary = match replaced {
-        1 => format!("edited {name}: 1 replacement at line {line}"),
-        n => format!("edited {name}: {n} replacements from line {line}"),
+    let what = match replaced {
+        1 => format!("{name}: 1 replacement at line {line}"),
+        n => format!("{name}: {n} replacements from line {line}"),
     };
+    let (summary, intent) = (format!("edited {what}"), format!("will edit {what}"));
     Ok(Plan {
         files: target.files,
         path,
         file,
         text,
         summary,
+        intent,
     })
+}
+
+/// `edited` with `old`'s final newline, or its absence: an edit changes part of a file, so a
+/// replacement of the last line that drops (or adds) the break does not change how the file
+/// ends. A file edited to nothing stays empty.
+fn keep_final_newline(old: &str, mut edited: String) -> String {
+    match (old.ends_with('\n'), edited.ends_with('\n')) {
+        (true, false) if !edited.is_empty() => edited.push('\n'),
+        (false, true) if !old.is_empty() => {
+            edited.pop();
+        }
+        _ => {}
+    }
+    edited
 }

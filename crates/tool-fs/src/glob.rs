@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::words::count;
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
     ToolSchema,
@@ -19,6 +20,7 @@ use crate::config::ToolFsConfig;
 use crate::errors::invalid;
 use crate::listing::{relative, search_root, walker};
 use crate::present;
+use crate::stop::{Stop, Stopped};
 
 /// The `glob` tool.
 pub(crate) struct GlobTool {
@@ -59,6 +61,7 @@ impl Tool for GlobTool {
         cx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let limit = self.config.glob_limit;
+        let budget = self.config.search_timeout;
         Box::pin(async move {
             let args: GlobArgs = args::parse(args)?;
             args::non_empty("pattern", &args.pattern)?;
@@ -76,15 +79,15 @@ impl Tool for GlobTool {
                 .map_err(|e| invalid(format!("invalid pattern: {e}")))?
                 .compile_matcher();
             let cwd = cx.session_cwd().map(Path::to_path_buf);
-            let cancel = cx.cancellation().clone();
+            let stop = Stop::new(cx.cancellation().clone(), budget);
             let walk_root = root.clone();
-            let mut found = tokio::task::spawn_blocking(move || {
+            let (mut found, stopped) = tokio::task::spawn_blocking(move || {
                 let found: Mutex<Vec<(SystemTime, PathBuf)>> = Mutex::new(Vec::new());
                 walker(&walk_root).build_parallel().run(|| {
                     let (glob, found, root) = (&glob, &found, &walk_root);
-                    let cancel = &cancel;
+                    let stop = &stop;
                     Box::new(move |entry| {
-                        if cancel.is_cancelled() {
+                        if stop.now().is_some() {
                             return WalkState::Quit;
                         }
                         let Ok(entry) = entry else {
@@ -105,17 +108,19 @@ impl Tool for GlobTool {
                         WalkState::Continue
                     })
                 });
-                found.into_inner()
+                (found.into_inner(), stop.now())
             })
             .await
             .map_err(|e| ToolError::new("internal", format!("the search did not finish: {e}")))?;
+            if stopped == Some(Stopped::Cancelled) {
+                return Err(ToolError::new(
+                    "cancelled",
+                    Stopped::Cancelled.note("search"),
+                ));
+            }
             found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
             let total = found.len();
-            let summary = format!(
-                "glob {}: {total} file{}",
-                args.pattern,
-                if total == 1 { "" } else { "s" }
-            );
+            let summary = format!("glob {}: {}", args.pattern, count(total, "file", "files"));
             let mut lines: Vec<String> = found
                 .iter()
                 .take(limit)
@@ -131,6 +136,9 @@ impl Tool for GlobTool {
                 lines.push(format!(
                     "[Showing the {limit} newest of {total} files. Narrow the pattern or the path.]"
                 ));
+            }
+            if let Some(out_of_time @ Stopped::OutOfTime(_)) = stopped {
+                lines.push(out_of_time.note("search"));
             }
             Ok(ToolOutput {
                 content: lines.join("\n"),

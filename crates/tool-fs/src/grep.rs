@@ -4,6 +4,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::words::count;
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
     ToolSchema,
@@ -22,6 +23,7 @@ use crate::config::ToolFsConfig;
 use crate::errors::invalid;
 use crate::listing::{relative, search_root, walker};
 use crate::present;
+use crate::stop::{Stop, Stopped, Watched};
 
 /// Characters of a matching line shown before it is cut.
 const LINE_CHARS: usize = 500;
@@ -29,6 +31,12 @@ const LINE_CHARS: usize = 500;
 const MAX_CONTEXT: usize = 20;
 /// The largest `limit` a call may ask for.
 const MAX_LIMIT: usize = 5000;
+/// The most memory a compiled pattern may take (the regex crate's own default; ripgrep's is
+/// ten times more). A model's `((a{100}){100}){100}` is refused at once instead of taking a
+/// gigabyte and a minute.
+const REGEX_SIZE_LIMIT: usize = 10 << 20;
+/// The most memory a search thread's lazy DFA may cache; past it the cache is cleared.
+const DFA_SIZE_LIMIT: usize = 16 << 20;
 
 /// The `grep` tool.
 pub(crate) struct GrepTool {
@@ -115,11 +123,7 @@ impl Tool for GrepTool {
                     ),
                 ));
             }
-            let matcher = RegexMatcherBuilder::new()
-                .case_insensitive(args.case_insensitive)
-                .line_terminator(Some(b'\n'))
-                .build(&args.pattern)
-                .map_err(|e| invalid(format!("invalid pattern: {e}")))?;
+            let matcher = matcher(&args.pattern, args.case_insensitive)?;
             let mut walk = walker(&root);
             if let Some(glob) = &args.glob {
                 let mut globs = OverrideBuilder::new(&root);
@@ -143,13 +147,26 @@ impl Tool for GrepTool {
                 );
             }
             let cwd = cx.session_cwd().map(Path::to_path_buf);
-            let cancel = cx.cancellation().clone();
-            let found = tokio::task::spawn_blocking(move || {
-                search(walk, matcher, mode, context, limit, cwd.as_deref(), &cancel)
+            let stop = Stop::new(cx.cancellation().clone(), config.search_timeout);
+            let (found, stopped) = tokio::task::spawn_blocking(move || {
+                let found = search(walk, matcher, mode, context, limit, cwd.as_deref(), &stop);
+                (found, stop.now())
             })
             .await
             .map_err(|e| ToolError::new("internal", format!("the search did not finish: {e}")))?;
-            Ok(report(found, mode, limit, &args.pattern, context > 0))
+            match stopped {
+                Some(Stopped::Cancelled) => Err(ToolError::new(
+                    "cancelled",
+                    Stopped::Cancelled.note("search"),
+                )),
+                Some(out_of_time @ Stopped::OutOfTime(_)) => {
+                    let mut output = report(found, mode, limit, &args.pattern, context > 0);
+                    output.content.push('\n');
+                    output.content.push_str(&out_of_time.note("search"));
+                    Ok(output)
+                }
+                None => Ok(report(found, mode, limit, &args.pattern, context > 0)),
+            }
         })
     }
 
@@ -166,7 +183,30 @@ impl Tool for GrepTool {
     }
 }
 
-/// Walks in parallel and searches each file; returns what matched, sorted by path.
+/// The compiled pattern, within the size limits; a pattern over them is refused with the
+/// limit it passed.
+fn matcher(pattern: &str, case_insensitive: bool) -> Result<grep_regex::RegexMatcher, ToolError> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(case_insensitive)
+        .line_terminator(Some(b'\n'))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(DFA_SIZE_LIMIT)
+        .build(pattern)
+        .map_err(|e| {
+            let message = e.to_string();
+            if message.contains("exceeds size limit") {
+                invalid(format!(
+                    "the pattern is too large: compiled, it passes the {} MiB limit for one search's regex. Use a simpler pattern (smaller counted repetitions such as {{100}}, narrower classes than \\w).",
+                    REGEX_SIZE_LIMIT >> 20
+                ))
+            } else {
+                invalid(format!("invalid pattern: {message}"))
+            }
+        })
+}
+
+/// Walks in parallel and searches each file, until `stop` says so; returns what matched,
+/// sorted by path.
 fn search(
     walk: ignore::WalkBuilder,
     matcher: grep_regex::RegexMatcher,
@@ -174,7 +214,7 @@ fn search(
     context: usize,
     limit: usize,
     cwd: Option<&Path>,
-    cancel: &dsh_kernel::CancellationToken,
+    stop: &Stop,
 ) -> Vec<Found> {
     let found = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
@@ -187,7 +227,7 @@ fn search(
             .build();
         let found = &found;
         Box::new(move |entry| {
-            if cancel.is_cancelled() {
+            if stop.now().is_some() {
                 return WalkState::Quit;
             }
             let Ok(entry) = entry else {
@@ -203,6 +243,7 @@ fn search(
                 cap: limit + 1,
                 matches: 0,
                 lines: Vec::new(),
+                stop,
             };
             if search_one(&mut searcher, &matcher, entry.path(), &mut sink).is_ok()
                 && sink.matches > 0
@@ -222,25 +263,32 @@ fn search(
     found
 }
 
+/// Searches one file through a [`Watched`] reader, so a stop reaches inside it.
 fn search_one(
     searcher: &mut Searcher,
     matcher: &grep_regex::RegexMatcher,
     path: &Path,
     sink: &mut Collect,
 ) -> io::Result<()> {
-    searcher.search_path(matcher, path, sink)
+    let file = std::fs::File::open(path)?;
+    let reader = Watched {
+        inner: file,
+        stop: sink.stop,
+    };
+    searcher.search_reader(matcher, reader, sink)
 }
 
 /// Collects one file's matching (and context) lines.
-struct Collect {
+struct Collect<'a> {
     shown: String,
     mode: Mode,
     cap: usize,
     matches: usize,
     lines: Vec<String>,
+    stop: &'a Stop,
 }
 
-impl Collect {
+impl Collect<'_> {
     fn push(&mut self, sep: char, number: Option<u64>, bytes: &[u8]) {
         if self.mode != Mode::Content || self.lines.len() >= self.cap {
             return;
@@ -259,14 +307,14 @@ impl Collect {
     }
 }
 
-impl Sink for Collect {
+impl Sink for Collect<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, io::Error> {
         self.matches += 1;
         self.push(':', found.line_number(), found.bytes());
-        // One match is enough to list the file.
-        Ok(self.mode != Mode::Files)
+        // One match is enough to list the file; a stopped search takes no more.
+        Ok(self.mode != Mode::Files && self.stop.now().is_none())
     }
 
     fn context(&mut self, _: &Searcher, line: &SinkContext<'_>) -> Result<bool, io::Error> {
@@ -293,9 +341,9 @@ fn report(
     let files = found.len();
     let matches: usize = found.iter().map(|f| f.matches).sum();
     let summary = format!(
-        "grep {pattern}: {matches} match{} in {files} file{}",
-        if matches == 1 { "" } else { "es" },
-        if files == 1 { "" } else { "s" }
+        "grep {pattern}: {} in {}",
+        count(matches, "match", "matches"),
+        count(files, "file", "files")
     );
     if files == 0 {
         return ToolOutput {
@@ -329,12 +377,86 @@ fn report(
     if total > limit {
         lines.truncate(limit);
         lines.push(format!(
-            "[Showing {limit} of {total}+ lines ({matches} matches in {files} files). Narrow with path, glob or type, or a more specific pattern.]"
+            "[Showing {limit} of {total}+ lines ({} in {}). Narrow with path, glob or type, or a more specific pattern.]",
+            count(matches, "match", "matches"),
+            count(files, "file", "files")
         ));
     }
     ToolOutput {
         content: lines.join("\n"),
         is_error: false,
         meta: Some(json!({"summary": summary})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use dsh_kernel::CancellationToken;
+
+    use super::*;
+
+    /// An endless file of lines, every tenth one matching, that cancels the search itself
+    /// after `cancel_after` reads: a cancel arriving while one long file is searched.
+    struct Endless {
+        reads: usize,
+        cancel_after: usize,
+        cancel: CancellationToken,
+    }
+
+    impl io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            if self.reads == self.cancel_after {
+                self.cancel.cancel();
+            }
+            let block = b"plain line\nplain line\nplain line\nplain line\nneedle line\n";
+            let n = buf.len().min(block.len());
+            buf[..n].copy_from_slice(&block[..n]);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_cancel_stops_the_search_inside_a_file_that_never_ends() {
+        // A pattern that never matches is stopped by the reader; one that matches, at its
+        // next match. Either way the search returns, keeping what it found.
+        for (pattern, found) in [("absent", false), ("needle", true)] {
+            let cancel = CancellationToken::new();
+            let stop = Stop::new(cancel.clone(), Duration::from_secs(3600));
+            let endless = Endless {
+                reads: 0,
+                cancel_after: 1000,
+                cancel,
+            };
+            let mut searcher = SearcherBuilder::new().line_number(true).build();
+            let mut sink = Collect {
+                shown: "endless".into(),
+                mode: Mode::Count,
+                cap: 10,
+                matches: 0,
+                lines: Vec::new(),
+                stop: &stop,
+            };
+            let matcher = matcher(pattern, false).unwrap();
+            let reader = Watched {
+                inner: endless,
+                stop: &stop,
+            };
+            let result = searcher.search_reader(&matcher, reader, &mut sink);
+            assert_eq!(result.is_err(), !found, "{pattern}: {result:?}");
+            assert_eq!(sink.matches > 0, found, "{pattern}");
+            assert_eq!(stop.now(), Some(Stopped::Cancelled));
+        }
+    }
+
+    #[test]
+    fn a_pattern_past_the_size_limit_is_refused_naming_the_limit() {
+        let err = matcher("((a{100}){100}){100}", false).unwrap_err();
+        assert_eq!(err.code, dsh_tools::codes::INVALID_ARGUMENTS);
+        assert!(err.message.contains("10 MiB limit"), "{err}");
+        let err = matcher("(unclosed", false).unwrap_err();
+        assert!(err.message.starts_with("invalid pattern:"), "{err}");
     }
 }

@@ -12,7 +12,9 @@
 //! - A refused or failed call changes nothing on disk or in the editor.
 //! - `grep` and `glob` walk with ripgrep's crates, honour `.gitignore`, skip binary files and
 //!   cap what they return with a note saying how to narrow; they read the disk, not editor
-//!   buffers.
+//!   buffers. A search stops within one buffer of a cancel or of its time budget (30 s),
+//!   reporting what it found by then, and `grep` refuses a pattern whose compiled regex
+//!   passes 10 MiB.
 //! - Presentation is a pure function of the persisted call and result (`meta` carries the
 //!   changed region), so a replayed session shows the same cards.
 //!
@@ -32,6 +34,7 @@ mod plugin;
 mod present;
 mod read;
 mod region;
+mod stop;
 mod target;
 mod write;
 

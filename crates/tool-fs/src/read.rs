@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::words::count;
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
     ToolSchema,
@@ -122,7 +123,7 @@ impl Tool for ReadTool {
 fn output(content: String, name: &str, from: usize, to: usize, total: usize) -> ToolOutput {
     let summary = match total {
         0 => format!("read {name}: empty"),
-        _ if from == 1 && to == total => format!("read {name}: {total} lines"),
+        _ if from == 1 && to == total => format!("read {name}: {}", count(total, "line", "lines")),
         _ => format!("read {name}: lines {from}–{to} of {total}"),
     };
     ToolOutput {

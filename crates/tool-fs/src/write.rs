@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use dsh_fs::{FileAccess, FsError, Version};
 use dsh_session::{ToolCallRecord, ToolResultRecord};
+use dsh_tools::words::count;
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
     ToolSchema,
@@ -61,7 +62,8 @@ impl Tool for WriteTool {
         Box::pin(async move {
             let plan = plan(&ledger, &cx, args, max).await.ok()?;
             let old = plan.old.as_deref().unwrap_or("");
-            Some(Region::of(old, &plan.content, plan.old.is_none()).view(&plan.path, &plan.summary))
+            // Shown before the answer: what will change, not what did.
+            Some(Region::of(old, &plan.content, plan.old.is_none()).view(&plan.path, &plan.intent))
         })
     }
 
@@ -149,7 +151,10 @@ struct Plan {
     old: Option<String>,
     version: Option<Version>,
     content: String,
+    /// What happened, for the result.
     summary: String,
+    /// What will happen, for a question asked before.
+    intent: String,
 }
 
 /// Checks the arguments and the read rule; writes nothing.
@@ -174,9 +179,10 @@ async fn plan(
         Err(err) => return Err(from_fs(&err)),
     };
     let lines = args.content.lines().count();
-    let summary = match &old {
-        None => format!("created {name} ({lines} lines)"),
-        Some(_) => format!("wrote {name} ({lines} lines)"),
+    let what = format!("{name} ({})", count(lines, "line", "lines"));
+    let (summary, intent) = match &old {
+        None => (format!("created {what}"), format!("will create {what}")),
+        Some(_) => (format!("wrote {what}"), format!("will write {what}")),
     };
     Ok(Plan {
         files: target.files,
@@ -185,5 +191,6 @@ async fn plan(
         version,
         content: args.content,
         summary,
+        intent,
     })
 }

@@ -32,6 +32,7 @@ mod present;
 mod registry;
 pub mod safe_text;
 mod tool;
+pub mod words;
 
 pub use approval::{ApprovalDecision, ApprovalGate, ApprovalRequest};
 pub use codes::is_result_code;

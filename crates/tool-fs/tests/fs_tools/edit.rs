@@ -177,3 +177,35 @@ async fn an_edit_keeps_crlf_line_endings() {
         .await);
     assert_eq!(rig.file("win.txt"), "one\r\n2\r\n3\r\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_keeps_how_the_file_ends_and_a_missing_file_points_to_write() {
+    let rig = Rig::new().await;
+    let me = rig.caller();
+    for (stored, old, new, after) in [
+        ("a\nlast\n", "last\n", "end", "a\nend\n"),
+        ("a\nlast", "last", "end\n", "a\nend"),
+    ] {
+        write(rig.root().join("f.txt"), stored);
+        ok(rig.call(&me, "read", json!({"path": "f.txt"})).await);
+        ok(rig
+            .call(
+                &me,
+                "edit",
+                json!({"path": "f.txt", "old_string": old, "new_string": new}),
+            )
+            .await);
+        assert_eq!(rig.file("f.txt"), after, "{stored:?}");
+    }
+
+    let e = err(rig
+        .call(
+            &me,
+            "edit",
+            json!({"path": "calc.py", "old_string": "x", "new_string": "y"}),
+        )
+        .await);
+    assert_eq!(e.code, "not_found");
+    assert!(e.message.contains("call `write`"), "{e}");
+    assert!(!e.message.contains("glob"), "{e}");
+}

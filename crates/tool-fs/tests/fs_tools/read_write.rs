@@ -76,7 +76,7 @@ async fn write_creates_files_but_overwrites_only_what_was_read() {
             json!({"path": "src/new.rs", "content": "fn main() {}\n"}),
         )
         .await);
-    assert_eq!(out.content, "created src/new.rs (1 lines).");
+    assert_eq!(out.content, "created src/new.rs (1 line).");
     assert_eq!(rig.file("src/new.rs"), "fn main() {}\n");
     let meta = out.meta.unwrap();
     assert_eq!(meta["old_text"], "");
@@ -93,6 +93,19 @@ async fn write_creates_files_but_overwrites_only_what_was_read() {
         .call(&me, "write", json!({"path": "old.txt", "content": "new\n"}))
         .await);
     assert_eq!(rig.file("old.txt"), "new\n");
+
+    // A whole-file write writes what it was given: a final newline the file lacked is added,
+    // and one it had is dropped when the content has none.
+    write(rig.root().join("bare.txt"), "hi");
+    ok(rig.call(&me, "read", json!({"path": "bare.txt"})).await);
+    ok(rig
+        .call(&me, "write", json!({"path": "bare.txt", "content": "hi\n"}))
+        .await);
+    assert_eq!(rig.file("bare.txt"), "hi\n");
+    ok(rig
+        .call(&me, "write", json!({"path": "bare.txt", "content": "bye"}))
+        .await);
+    assert_eq!(rig.file("bare.txt"), "bye");
 
     // Another session's read does not count.
     let other = rig.caller();

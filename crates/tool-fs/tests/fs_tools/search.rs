@@ -2,6 +2,8 @@
 
 use serde_json::json;
 
+use dsh_tool_fs::ToolFsConfig;
+
 use crate::support::*;
 
 fn tree(rig: &Rig) {
@@ -126,4 +128,43 @@ async fn glob_lists_newest_first_honours_gitignore_and_caps() {
         lines[200],
         "[Showing the 200 newest of 250 files. Narrow the pattern or the path.]"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_out_of_time_reports_what_it_found_and_a_cancelled_one_says_so() {
+    let config = ToolFsConfig {
+        search_timeout: std::time::Duration::ZERO,
+        ..ToolFsConfig::default()
+    };
+    let rig = Rig::with(config).await;
+    tree(&rig);
+    let me = rig.caller();
+    for (tool, args) in [
+        ("grep", json!({"pattern": "alpha"})),
+        ("glob", json!({"pattern": "**/*.rs"})),
+    ] {
+        let out = ok(rig.call(&me, tool, args.clone()).await);
+        assert!(
+            out.content
+                .contains("stopped after 0 s, its time limit: only what it found by then"),
+            "{tool}: {}",
+            out.content
+        );
+        let token = dsh_kernel::CancellationToken::new();
+        token.cancel();
+        let e = err(rig.call_with(me.cx_cancelled_by(token), tool, args).await);
+        assert_eq!(e.code, "cancelled", "{tool}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pattern_too_large_to_compile_is_refused_at_once() {
+    let rig = Rig::new().await;
+    write(rig.root().join("long.txt"), "a".repeat(1 << 20));
+    let me = rig.caller();
+    let e = err(rig
+        .call(&me, "grep", json!({"pattern": "((a{100}){100}){100}"}))
+        .await);
+    assert_eq!(e.code, "invalid_arguments");
+    assert!(e.message.contains("10 MiB limit"), "{e}");
 }

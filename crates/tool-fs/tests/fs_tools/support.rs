@@ -8,7 +8,7 @@ use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Runtime, Scope};
 use dsh_session::SessionId;
 use dsh_test_providers::providers::FsLocalPlugin;
-use dsh_tool_fs::FsToolsPlugin;
+use dsh_tool_fs::{FsToolsPlugin, ToolFsConfig};
 use dsh_tools::{ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRegistryPlugin};
 use serde_json::Value;
 
@@ -29,11 +29,16 @@ pub struct Caller {
 
 impl Caller {
     pub fn cx(&self) -> ToolContext {
+        self.cx_cancelled_by(CancellationToken::new())
+    }
+
+    /// A context whose call is cancelled by `token`.
+    pub fn cx_cancelled_by(&self, token: CancellationToken) -> ToolContext {
         ToolContext::for_caller(
             self.id.clone(),
             self.scope.clone(),
             Some(self.cwd.clone()),
-            CancellationToken::new(),
+            token,
         )
         .with_files(self.files.clone())
     }
@@ -41,10 +46,15 @@ impl Caller {
 
 impl Rig {
     pub async fn new() -> Rig {
+        Rig::with(ToolFsConfig::default()).await
+    }
+
+    /// A rig whose file tools have `config`.
+    pub async fn with(config: ToolFsConfig) -> Rig {
         let runtime = Runtime::new();
         runtime.load(ToolRegistryPlugin).await.unwrap();
         runtime.load(FsLocalPlugin::default()).await.unwrap();
-        runtime.load(FsToolsPlugin::default()).await.unwrap();
+        runtime.load(FsToolsPlugin::new(config)).await.unwrap();
         Rig {
             runtime,
             dir: tempfile::tempdir().unwrap(),
@@ -71,9 +81,19 @@ impl Rig {
         tool: &str,
         args: Value,
     ) -> Result<ToolOutput, ToolError> {
+        self.call_with(caller.cx(), tool, args).await
+    }
+
+    /// Calls `tool` with the context `cx` (one whose cancellation a test holds).
+    pub async fn call_with(
+        &self,
+        cx: ToolContext,
+        tool: &str,
+        args: Value,
+    ) -> Result<ToolOutput, ToolError> {
         let tools = self.runtime.scope().require::<dyn ToolRegistry>().unwrap();
         let tool = tools.get(tool).unwrap();
-        tool.call(args, caller.cx()).await
+        tool.call(args, cx).await
     }
 
     pub fn file(&self, rel: &str) -> String {
