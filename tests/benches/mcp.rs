@@ -83,7 +83,7 @@ fn main() {
         .map(|_| {
             runtime.block_on(async {
                 let started = Instant::now();
-                let server = RmcpConnector.connect(&spec).await.unwrap();
+                let server = RmcpConnector::default().connect(&spec).await.unwrap();
                 let tools = server.tools().await.unwrap();
                 let took = started.elapsed();
                 assert!(!tools.is_empty());
@@ -96,7 +96,9 @@ fn main() {
 
     let runs = 300;
     let args = json!({"message": "x"});
-    let server = runtime.block_on(RmcpConnector.connect(&spec)).unwrap();
+    let server = runtime
+        .block_on(RmcpConnector::default().connect(&spec))
+        .unwrap();
     let mut direct = Direct::start(&script);
     let (mut through, mut raw) = (Vec::new(), Vec::new());
     for _ in 0..runs {

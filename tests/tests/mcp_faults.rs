@@ -38,7 +38,7 @@ fn marker(test: &str) -> String {
 }
 
 async fn connect(spec: &ServerSpec) -> std::sync::Arc<dyn McpServer> {
-    RmcpConnector.connect(spec).await.unwrap()
+    RmcpConnector::default().connect(spec).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,7 +48,7 @@ async fn a_server_that_never_finishes_starting_times_out_and_is_ended() {
     let mut spec = spec("stuck", &reports, &marker, &["--never-start"]);
     // The timeout is the behaviour under test.
     spec.startup_timeout = Duration::from_millis(300);
-    let failed = RmcpConnector.connect(&spec).await.err().unwrap();
+    let failed = RmcpConnector::default().connect(&spec).await.err().unwrap();
     assert!(
         matches!(&failed, McpError::Timeout { server, operation, .. }
             if server == "stuck" && operation == "starting"),
@@ -209,7 +209,7 @@ async fn calls_that_find_a_crashed_server_together_share_its_one_restart() {
     let runtime = dsh_kernel::Runtime::new();
     let registry: std::sync::Arc<dyn dsh_tools::ToolRegistry> =
         std::sync::Arc::new(dsh_tools::StandardToolRegistry::new());
-    let connector: std::sync::Arc<dyn McpConnector> = std::sync::Arc::new(RmcpConnector);
+    let connector: std::sync::Arc<dyn McpConnector> = std::sync::Arc::new(RmcpConnector::default());
     let notes = dsh_tool_mcp::start_servers(
         runtime.scope(),
         &registry,

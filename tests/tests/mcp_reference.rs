@@ -79,7 +79,7 @@ async fn the_reference_server_over_stdio() {
     };
     let mut spec = ServerSpec::stdio("everything", "node", [script.display().to_string()]);
     spec.tool_timeout = Duration::from_secs(20);
-    let server = RmcpConnector.connect(&spec).await.unwrap();
+    let server = RmcpConnector::default().connect(&spec).await.unwrap();
     assert_eq!(server.name(), "everything");
     exercise(&*server).await;
     server.shutdown().await;
@@ -98,7 +98,7 @@ async fn the_reference_server_over_streamable_http() {
         .await
         .unwrap();
     let spec = ServerSpec::http("everything", http.url.clone());
-    let server = RmcpConnector.connect(&spec).await.unwrap();
+    let server = RmcpConnector::default().connect(&spec).await.unwrap();
     exercise(&*server).await;
     // A server that went away fails the call as gone, so the consumer starts it again.
     http.stop();
@@ -112,7 +112,11 @@ async fn the_reference_server_over_streamable_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_cannot_start_or_answer_is_a_clear_error() {
     let missing = ServerSpec::stdio("ghost", "/nonexistent/mcp-server", Vec::<String>::new());
-    let err = RmcpConnector.connect(&missing).await.err().unwrap();
+    let err = RmcpConnector::default()
+        .connect(&missing)
+        .await
+        .err()
+        .unwrap();
     assert!(
         matches!(&err, McpError::Start { server, .. } if server == "ghost"),
         "{err}"
@@ -128,13 +132,21 @@ async fn a_server_that_cannot_start_or_answer_is_a_clear_error() {
         env.push((name.into(), value.into()));
     }
     silent.startup_timeout = Duration::from_millis(300);
-    let err = RmcpConnector.connect(&silent).await.err().unwrap();
+    let err = RmcpConnector::default()
+        .connect(&silent)
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(err, McpError::Timeout { .. }), "{err}");
     tokio::task::spawn_blocking(move || wait_gone(&marker))
         .await
         .unwrap();
 
     let refused = ServerSpec::http("nowhere", "http://127.0.0.1:9/mcp");
-    let err = RmcpConnector.connect(&refused).await.err().unwrap();
+    let err = RmcpConnector::default()
+        .connect(&refused)
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(err, McpError::Start { .. }), "{err}");
 }

@@ -6,19 +6,39 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_mcp::{McpConnector, McpError, McpServer, ServerSpec, Transport};
+use dsh_shell::{Enrolment, ProcessContainment};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 
 use crate::server::{Listener, RmcpServer};
 
 /// The connector: stdio servers as children in their own process group, HTTP servers over
 /// streamable HTTP. SSE-only servers are refused (use streamable HTTP).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RmcpConnector;
+#[derive(Clone, Default)]
+pub struct RmcpConnector {
+    /// Where stdio servers are enrolled, so what they start ends with them and with dsh.
+    containment: Option<Arc<dyn ProcessContainment>>,
+}
+
+impl RmcpConnector {
+    /// A connector that enrols every stdio server it starts in `containment`.
+    pub fn contained(containment: Arc<dyn ProcessContainment>) -> RmcpConnector {
+        RmcpConnector {
+            containment: Some(containment),
+        }
+    }
+}
+
+impl std::fmt::Debug for RmcpConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RmcpConnector")
+            .field("contained", &self.containment.is_some())
+            .finish()
+    }
+}
 
 #[async_trait]
 impl McpConnector for RmcpConnector {
@@ -31,6 +51,7 @@ impl McpConnector for RmcpConnector {
             server: spec.name.clone(),
             reason,
         };
+        let mut contained = None;
         let serving = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -46,6 +67,13 @@ impl McpConnector for RmcpConnector {
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }
+                // Marked like a shell task: what it starts, even in a session of its own, is
+                // ended with it and, by the watchdog, after a SIGKILL of dsh.
+                let enrolment = self.containment.as_ref().map(|containment| {
+                    let enrolment = containment.enrol(&format!("mcp-{}", spec.name));
+                    cmd.env(&enrolment.var, &enrolment.value);
+                    (containment.clone(), enrolment)
+                });
                 // Its own process group, killed whole: nothing the server starts outlives it.
                 let mut wrapped = CommandWrap::from(cmd);
                 wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
@@ -56,6 +84,12 @@ impl McpConnector for RmcpConnector {
                 if let Some(stderr) = stderr {
                     forward_stderr(spec.name.clone(), stderr);
                 }
+                let leader = transport.id();
+                contained = enrolment.map(|(containment, enrolment)| Contained {
+                    containment,
+                    enrolment,
+                    leader,
+                });
                 tokio::time::timeout(spec.startup_timeout, listener.serve(transport)).await
             }
             Transport::Http { url, headers } => {
@@ -76,27 +110,48 @@ impl McpConnector for RmcpConnector {
                 tokio::time::timeout(spec.startup_timeout, listener.serve(transport)).await
             }
         };
-        let service = match serving {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => return Err(start(e.to_string())),
-            Err(_) => {
-                return Err(McpError::Timeout {
-                    server: spec.name.clone(),
-                    operation: "starting".into(),
-                    limit: spec.startup_timeout,
-                });
+        let failed = match serving {
+            Ok(Ok(service)) => {
+                return Ok(Arc::new(RmcpServer::new(spec, service, changed, contained)));
             }
+            Ok(Err(e)) => start(e.to_string()),
+            Err(_) => McpError::Timeout {
+                server: spec.name.clone(),
+                operation: "starting".into(),
+                limit: spec.startup_timeout,
+            },
         };
-        Ok(Arc::new(RmcpServer::new(spec, service, changed)))
+        // The child was killed with its group when the transport dropped; what escaped it
+        // goes now.
+        if let Some(contained) = contained {
+            contained.release().await;
+        }
+        Err(failed)
     }
 }
 
-/// The server's stderr, line by line, to dsh's log: never to dsh's stdout or stderr.
+/// A stdio server's enrolment: released once the server is ended.
+pub(crate) struct Contained {
+    containment: Arc<dyn ProcessContainment>,
+    enrolment: Enrolment,
+    leader: Option<u32>,
+}
+
+impl Contained {
+    /// Ends the server's process and everything carrying its marker.
+    pub(crate) async fn release(&self) {
+        self.containment.release(&self.enrolment, self.leader).await;
+    }
+}
+
+/// The server's stderr, line by line (each capped), to dsh's log: never to dsh's stdout or
+/// stderr.
 fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let input = tokio::io::BufReader::new(stderr);
+        crate::stderr::lines(input, |line| {
             tracing::info!(target: "dsh::mcp", %server, "{line}");
-        }
+        })
+        .await;
     });
 }

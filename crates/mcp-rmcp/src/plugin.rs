@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_kernel::{BoxError, Plugin, Scope};
 use dsh_mcp::McpConnector;
+use dsh_shell::ProcessContainment;
 
 use crate::connect::RmcpConnector;
 
@@ -18,8 +19,14 @@ impl Plugin for RmcpPlugin {
         "mcp-rmcp"
     }
 
+    /// Enrols the servers it starts with the shell's containment when there is one (loaded
+    /// before this plugin), so they are ended as a shell task is.
     async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
-        scope.provide::<dyn McpConnector>(Arc::new(RmcpConnector) as Arc<dyn McpConnector>)?;
+        let connector = match scope.get::<dyn ProcessContainment>() {
+            Some(containment) => RmcpConnector::contained(containment),
+            None => RmcpConnector::default(),
+        };
+        scope.provide::<dyn McpConnector>(Arc::new(connector) as Arc<dyn McpConnector>)?;
         Ok(())
     }
 }

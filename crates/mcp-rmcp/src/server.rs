@@ -7,6 +7,7 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use tokio::sync::watch;
 
+use crate::connect::Contained;
 use crate::content;
 
 /// The client side's handler: it only listens for the tool list changing.
@@ -27,6 +28,7 @@ pub(crate) struct RmcpServer {
     service: Mutex<Option<RunningService<RoleClient, Listener>>>,
     peer: rmcp::Peer<RoleClient>,
     changed: watch::Sender<u64>,
+    contained: Option<Contained>,
 }
 
 impl RmcpServer {
@@ -34,6 +36,7 @@ impl RmcpServer {
         spec: &ServerSpec,
         service: RunningService<RoleClient, Listener>,
         changed: watch::Sender<u64>,
+        contained: Option<Contained>,
     ) -> RmcpServer {
         RmcpServer {
             name: spec.name.clone(),
@@ -41,6 +44,7 @@ impl RmcpServer {
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
             changed,
+            contained,
         }
     }
 
@@ -145,6 +149,10 @@ impl McpServer for RmcpServer {
         if let Some(service) = service {
             // Closing the transport ends a child (its process group is killed on drop).
             let _ = service.cancel().await;
+        }
+        // What left the group (a `setsid` daemon) carries the marker: it goes too.
+        if let Some(contained) = &self.contained {
+            contained.release().await;
         }
     }
 }

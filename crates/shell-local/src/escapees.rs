@@ -116,6 +116,64 @@ pub(crate) async fn sweep(targets: &Targets, bound: Duration) {
     }
 }
 
+/// SIGKILLs every process on the machine that `ours` picks (never this process), pass after
+/// pass, until a pass finds none alive or `bound` passed; returns how many it signalled. A
+/// killed process that is this process's child (an orphan re-parented here) is reaped, except
+/// `spare`, whose starter reaps it. Blocking: for the watchdog, or on the blocking pool.
+pub(crate) fn kill_everywhere(
+    ours: &dyn Fn(i32, &procfs::Stat) -> bool,
+    spare: Option<i32>,
+    bound: Duration,
+) -> usize {
+    let me = std::process::id() as i32;
+    let started = Instant::now();
+    // Whom this sweep signalled: an exiting process has already lost its environment.
+    let mut killed = BTreeSet::new();
+    loop {
+        let mut alive = 0;
+        for pid in procfs::all_pids() {
+            if pid == me {
+                continue;
+            }
+            let Some(stat) = procfs::stat(pid) else {
+                continue;
+            };
+            if stat.zombie() {
+                continue;
+            }
+            if (killed.contains(&pid) || ours(pid, &stat))
+                && let Some(process) = Pid::from_raw(pid)
+            {
+                let _ = rustix::process::kill_process(process, Signal::KILL);
+                killed.insert(pid);
+                alive += 1;
+            }
+        }
+        reap_killed_children(&killed, spare);
+        if alive == 0 || started.elapsed() > bound {
+            return killed.len();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Reaps the zombies among `killed` that are this process's children, but `spare` and the
+/// executor's leaders (tokio reaps those).
+fn reap_killed_children(killed: &BTreeSet<i32>, spare: Option<i32>) {
+    let leaders = leaders();
+    for pid in procfs::children_of_self() {
+        if !killed.contains(&pid) || leaders.contains(&pid) || Some(pid) == spare {
+            continue;
+        }
+        if let Some(process) = Pid::from_raw(pid) {
+            let _ = rustix::process::waitid(
+                WaitId::Pid(process),
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+            );
+        }
+    }
+}
+
 /// A synchronous best effort for `Drop`: SIGKILL what is identified, no waiting.
 pub(crate) fn kill_now(targets: &Targets) {
     let _ = sweep_once(targets, &mut BTreeSet::new());

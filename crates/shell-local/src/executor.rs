@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     pub signaller: Arc<dyn Signaller>,
     /// This executor's half of every marker.
     pub nonce: String,
+    /// Enrolments of processes started elsewhere, for their markers.
+    pub enrolled: std::sync::atomic::AtomicU64,
     pub table: Mutex<Table>,
     pub listeners: Arc<Listeners>,
     pub spill_dir: SpillDir,
@@ -86,6 +88,7 @@ impl LocalShellExecutor {
             limits,
             signaller,
             nonce,
+            enrolled: std::sync::atomic::AtomicU64::new(0),
             table: Mutex::new(Table::default()),
             listeners: Arc::new(Listeners::default()),
             tracker: TaskTracker::new(),

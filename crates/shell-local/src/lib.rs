@@ -16,6 +16,9 @@
 //!   private spill file of the stream's head; never decoded here.
 //! - With a watchdog configured, what a task started is ended even when dsh is SIGKILLed: a
 //!   small process that outlives dsh ends it when its pipe from dsh closes (`watchdog`).
+//! - A process started elsewhere and enrolled (`dsh_shell::ProcessContainment`, an MCP
+//!   server) carries a marker of this executor's family: disposal and the watchdog end it and
+//!   its escapees like a task's, and a release ends them at once.
 //! - Each task has one async supervisor on the runtime captured at construction; the executor
 //!   holds no scope. [`LocalShellExecutor::dispose`] ends and awaits every task; dropping an
 //!   undisposed executor SIGKILLs every live group.
@@ -24,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod config;
+mod containment;
 mod escapees;
 mod executor;
 mod group;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_kernel::{BoxError, Plugin, Scope};
-use dsh_shell::ShellExecutor;
+use dsh_shell::{ProcessContainment, ShellExecutor};
 
 use crate::config::LocalShellConfig;
 use crate::executor::LocalShellExecutor;
@@ -33,6 +33,7 @@ impl Plugin for ShellLocalPlugin {
     async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
         let executor = LocalShellExecutor::new(self.config.clone())?;
         scope.provide::<dyn ShellExecutor>(executor.clone())?;
+        scope.provide::<dyn ProcessContainment>(executor.clone())?;
         // The concrete type too, for a host's forced teardown (`kill_all`).
         scope.provide::<LocalShellExecutor>(executor.clone())?;
         let disposing: Arc<LocalShellExecutor> = executor;

@@ -21,11 +21,11 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::process::{Pid, Signal};
 
-use crate::escapees::Targets;
+use crate::escapees::{self, Targets};
 use crate::procfs;
 
 /// The first argument that makes the program run as a watchdog.
@@ -73,36 +73,13 @@ fn end_everything(nonce: &str, leaders: &BTreeSet<i32>, bound: Duration) -> usiz
         }
     }
     let marker = Targets::marker_entry(&format!("{nonce}."));
-    let me = std::process::id() as i32;
-    let started = Instant::now();
-    // Whom this watchdog signalled: an exiting process has already lost its environment.
-    let mut killed = BTreeSet::new();
-    loop {
-        let mut alive = 0;
-        for pid in procfs::all_pids() {
-            if pid == me {
-                continue;
-            }
-            let Some(stat) = procfs::stat(pid) else {
-                continue;
-            };
-            if stat.zombie() {
-                continue;
-            }
-            let ours = killed.contains(&pid)
-                || leaders.contains(&stat.session)
-                || procfs::environ_has(pid, &|e| e.starts_with(&marker));
-            if ours && let Some(process) = Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process(process, Signal::KILL);
-                killed.insert(pid);
-                alive += 1;
-            }
-        }
-        if alive == 0 || started.elapsed() > bound {
-            return killed.len();
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    escapees::kill_everywhere(
+        &|pid, stat| {
+            leaders.contains(&stat.session) || procfs::environ_has(pid, &|e| e.starts_with(&marker))
+        },
+        None,
+        bound,
+    )
 }
 
 /// dsh's side: the running watchdog and the pipe to it.

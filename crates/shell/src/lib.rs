@@ -19,9 +19,13 @@
 //! - **Output is one merged byte stream** per task, addressed by offset; lossy text rendering
 //!   happens only at the consumer boundary, through [`text::decode_chunk`].
 //!
+//! - **Containment reaches past the executor.** A process started elsewhere (an MCP server)
+//!   is enrolled through [`ProcessContainment`] and ended, with what it started, like a task.
+//!
 //! Disposal is deliberately not on the trait: only the provider's scope may end every task.
 #![deny(missing_docs)]
 
+mod containment;
 mod error;
 mod executor;
 mod id;
@@ -29,6 +33,7 @@ mod outcome;
 mod request;
 pub mod text;
 
+pub use containment::{Enrolment, ProcessContainment};
 pub use error::ShellError;
 pub use executor::{OutputSink, ShellExecutor, TaskDoneListener, TaskDoneSubscription};
 pub use id::{TaskId, TaskIdError};

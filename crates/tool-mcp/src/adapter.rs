@@ -54,14 +54,24 @@ fn prefix_end(text: &str, limit: usize) -> usize {
     end
 }
 
+/// The most of a server's or tool's name, or a tool's title, shown anywhere: the name the
+/// model calls is cut to 64 characters already, but the raw name is also quoted in the
+/// description and on cards.
+pub(crate) const MAX_NAME_BYTES: usize = 128;
+
+/// `text`, cut to `limit` bytes at a character with an ellipsis when longer.
+pub(crate) fn cut(text: &str, limit: usize) -> String {
+    let end = prefix_end(text, limit);
+    if end == text.len() {
+        text.to_owned()
+    } else {
+        format!("{}…", &text[..end])
+    }
+}
+
 /// `about`, cut to [`MAX_DESCRIPTION_BYTES`] with an ellipsis when longer.
 fn described(about: &str) -> String {
-    let end = prefix_end(about, MAX_DESCRIPTION_BYTES);
-    if end == about.len() {
-        about.to_owned()
-    } else {
-        format!("{}…", &about[..end])
-    }
+    cut(about, MAX_DESCRIPTION_BYTES)
 }
 
 /// `text`, or its first [`MAX_RESULT_BYTES`] (cut at a character boundary) and a line saying
@@ -97,8 +107,8 @@ impl Tool for McpToolAdapter {
             name: self.name.clone(),
             description: format!(
                 "{about} (tool `{}` of MCP server `{}`)",
-                self.tool.name,
-                self.connection.name()
+                cut(&self.tool.name, MAX_NAME_BYTES),
+                cut(self.connection.name(), MAX_NAME_BYTES)
             )
             .trim_start()
             .to_owned(),
@@ -150,9 +160,13 @@ impl Tool for McpToolAdapter {
             .tool
             .annotations
             .title
-            .clone()
-            .unwrap_or_else(|| self.tool.name.clone());
-        let title = format!("{}: {shown}", self.connection.name());
+            .as_deref()
+            .unwrap_or(&self.tool.name);
+        let title = format!(
+            "{}: {}",
+            cut(self.connection.name(), MAX_NAME_BYTES),
+            cut(shown, MAX_NAME_BYTES)
+        );
         Some(ToolCallView::titled(title, self.kind(), call))
     }
 }

@@ -9,7 +9,7 @@ use dsh_tools::{McpToolHost, Tool, ToolRegistry};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::adapter::McpToolAdapter;
+use crate::adapter::{MAX_NAME_BYTES, McpToolAdapter, cut};
 use crate::connection::Connection;
 use crate::names::tool_names;
 use crate::schema::checked_tool;
@@ -208,7 +208,7 @@ async fn listing(connection: &Connection) -> Option<Listing> {
             Err(why) if connection.first_refusal(&tool.name) => listing.refused.push(format!(
                 "MCP server {}: tool {:?} is not offered: {why}",
                 connection.name(),
-                tool.name
+                cut(&tool.name, MAX_NAME_BYTES)
             )),
             Err(_) => {}
         }

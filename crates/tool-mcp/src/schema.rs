@@ -3,13 +3,27 @@
 use dsh_mcp::McpTool;
 use serde_json::Value;
 
+/// The largest input schema offered, serialized: the schema rides in every request, so a
+/// server's megabyte would cost each one (and fill a small window).
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+
 /// The schema to offer for `tool`, or why it is not offered: a tool needs a name (a server's
-/// list is outside input) and an input schema the model API takes ([`checked_schema`]).
+/// list is outside input) and an input schema the model API takes ([`checked_schema`]) of
+/// at most [`MAX_SCHEMA_BYTES`].
 pub fn checked_tool(tool: &McpTool) -> Result<Value, String> {
     if tool.name.trim().is_empty() {
         return Err("it has no name".into());
     }
-    checked_schema(&tool.input_schema)
+    let schema = checked_schema(&tool.input_schema)?;
+    let size = schema.to_string().len();
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "its input schema is {} KiB, over the {} KiB a tool may add to every request",
+            size.div_ceil(1024),
+            MAX_SCHEMA_BYTES / 1024
+        ));
+    }
+    Ok(schema)
 }
 
 /// The schema to offer for a tool's `input`: an object schema as it is (`"type": "object"`
@@ -73,5 +87,23 @@ mod tests {
         for nameless in ["", "  "] {
             assert_eq!(checked_tool(&tool(nameless)).unwrap_err(), "it has no name");
         }
+    }
+
+    #[test]
+    fn a_tool_with_a_schema_over_the_bound_is_not_offered() {
+        let big = "x".repeat(MAX_SCHEMA_BYTES);
+        let tool = McpTool {
+            name: "big".into(),
+            description: None,
+            input_schema: json!({"type": "object", "description": big}),
+            annotations: Default::default(),
+        };
+        let why = checked_tool(&tool).unwrap_err();
+        assert!(why.contains("over the 64 KiB a tool may add"), "{why}");
+        let small = McpTool {
+            input_schema: json!({"type": "object"}),
+            ..tool
+        };
+        assert!(checked_tool(&small).is_ok());
     }
 }

@@ -15,6 +15,8 @@
 //! It writes one line to its stderr as it starts: `fault server: a line on stderr`.
 //!
 //! `--never-start` reads its input and never answers, so it never finishes starting.
+//! `--hostile-tools` adds a tool whose name is 1 MiB long and one whose input schema is
+//! 100 KiB. `--stderr-flood N` first writes N bytes to stderr without a newline.
 //!
 //! What happens is reported, a line per connection, to the Unix socket that the variable
 //! `MCP_FAULT_REPORT` names, when set: `started <pid>`, `hang <pid>`, `cancelled <pid>`,
@@ -56,6 +58,8 @@ fn object(value: Value) -> Arc<Map<String, Value>> {
 #[derive(Default)]
 struct Faults {
     grown: AtomicBool,
+    /// `--hostile-tools`.
+    hostile: bool,
     /// How many times the tools were listed.
     listings: Arc<tokio::sync::watch::Sender<u64>>,
 }
@@ -85,6 +89,18 @@ impl Faults {
                 object(json!({"type": "array"})),
             ),
         ];
+        if self.hostile {
+            tools.push(Tool::new(
+                "n".repeat(1 << 20),
+                "A tool with a 1 MiB name.",
+                object(json!({"type": "object"})),
+            ));
+            tools.push(Tool::new(
+                "wide-schema",
+                "A tool whose schema is 100 KiB.",
+                object(json!({"type": "object", "description": "s".repeat(100 << 10)})),
+            ));
+        }
         if self.grown.load(Ordering::SeqCst) {
             tools.push(Tool::new(
                 "grown",
@@ -175,9 +191,25 @@ async fn main() {
         return;
     }
     report("started");
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--stderr-flood") {
+        let bytes: usize = args.get(at + 1).and_then(|n| n.parse().ok()).unwrap_or(0);
+        let chunk = vec![b'e'; 64 << 10];
+        let mut left = bytes;
+        let mut stderr = std::io::stderr().lock();
+        while left > 0 {
+            let n = left.min(chunk.len());
+            let _ = stderr.write_all(&chunk[..n]);
+            left -= n;
+        }
+    }
     // A server's stderr belongs in the client's log, never on its user's screen.
     eprintln!("{STDERR_LINE}");
-    let Ok(service) = Faults::default().serve(rmcp::transport::stdio()).await else {
+    let faults = Faults {
+        hostile: args.iter().any(|a| a == "--hostile-tools"),
+        ..Faults::default()
+    };
+    let Ok(service) = faults.serve(rmcp::transport::stdio()).await else {
         return;
     };
     let _ = service.waiting().await;
