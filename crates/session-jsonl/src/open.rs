@@ -252,8 +252,16 @@ impl Open {
             bytes.push(b'\n');
         }
         let first = io.file.is_none();
+        // A title alone (a rename) is not activity: the log's time of last change, which
+        // orders the listing and picks the session `-c` continues, stays where it was.
+        let activity = batch
+            .iter()
+            .any(|event| event.kind.as_str() != dsh_session::SESSION_TITLE);
         let result = match io.file.clone() {
-            Some(file) => self.append_bytes(ctx, file, io.durable, bytes).await,
+            Some(file) => {
+                self.append_bytes(ctx, file, io.durable, bytes, activity)
+                    .await
+            }
             None => self.materialize(ctx, &mut io, bytes).await,
         };
         match result {
@@ -295,18 +303,27 @@ impl Open {
         }
     }
 
-    /// Appends `bytes` and syncs; on failure truncates back to `durable` (or poisons).
+    /// Appends `bytes` and syncs; on failure truncates back to `durable` (or poisons). Without
+    /// `activity` the file keeps its modification time.
     async fn append_bytes(
         &self,
         ctx: &Arc<Ctx>,
         file: Arc<File>,
         durable: u64,
         bytes: Vec<u8>,
+        activity: bool,
     ) -> Result<u64, PersistenceError> {
         let fs = ctx.fs.clone();
         let len = bytes.len() as u64;
         let outcome = on_pool(Some(self.id()), "write", move || {
+            let before = (!activity)
+                .then(|| file.metadata().and_then(|m| m.modified()).ok())
+                .flatten();
             let written = fs.write(&file, &bytes).and_then(|()| fs.sync_data(&file));
+            if let (Some(before), Ok(())) = (before, &written) {
+                // Best effort: a file system that refuses leaves the rename counted as activity.
+                let _ = file.set_modified(before);
+            }
             written.map_err(|err| {
                 let rolled_back = fs.set_len(&file, durable).and_then(|()| fs.sync_all(&file));
                 (err, rolled_back)

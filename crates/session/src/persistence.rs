@@ -98,7 +98,8 @@ pub struct SessionSummary {
     pub header: SessionHeader,
     /// Where it lives.
     pub location: SessionLocation,
-    /// Epoch ms of the last durable write.
+    /// Epoch ms of the last durable write of activity: a `session/title` alone (a rename)
+    /// does not move it.
     pub updated_at: i64,
     /// Its title (the last `session/title`), when it has one.
     pub title: Option<String>,

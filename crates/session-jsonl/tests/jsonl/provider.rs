@@ -812,3 +812,61 @@ async fn listing_a_relative_directory_is_an_invalid_query() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_title_alone_is_not_activity_and_keeps_the_time_of_last_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
+    let hd = header("renamed-later");
+    p.create(&hd, Origin::New).await.unwrap();
+    p.append(&hd.id, &events(0, 2)).await.unwrap();
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    // The conversation happened an hour ago.
+    let path = log_path(dir.path(), &hd.id).unwrap();
+    let then = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
+    let listed = |p: Arc<JsonlPersistence>| async move {
+        let listing = p.list(&dsh_session::ListQuery::default()).await.unwrap();
+        listing.sessions[0].updated_at
+    };
+    let before = listed(p.clone()).await;
+
+    let append = |seq: u64, kind: &str, data: &str| {
+        Arc::new(SessionEvent {
+            seq,
+            kind: EventType::new(kind).unwrap(),
+            time: 5_000,
+            ignorable: true,
+            data: RawValue::from_string(data.to_owned()).unwrap(),
+        })
+    };
+    let loaded = p.load(&hd.id, &EventVocabulary::new()).await.unwrap();
+    let resume = Origin::Resume {
+        next_seq: 2,
+        revision: loaded.revision,
+    };
+    p.create(&hd, resume).await.unwrap();
+    let title = append(
+        2,
+        "session/title",
+        r#"{"title":"new name","source":"rename"}"#,
+    );
+    p.append(&hd.id, &[title]).await.unwrap();
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    assert_eq!(listed(p.clone()).await, before, "a rename is not activity");
+
+    let loaded = p.load(&hd.id, &EventVocabulary::new()).await.unwrap();
+    let resume = Origin::Resume {
+        next_seq: 3,
+        revision: loaded.revision,
+    };
+    p.create(&hd, resume).await.unwrap();
+    p.append(&hd.id, &events(3, 1)).await.unwrap();
+    p.close(&hd.id, CloseIntent::Flush).await.unwrap();
+    assert!(listed(p.clone()).await > before, "a message is");
+}
