@@ -18,16 +18,16 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, Plan as AcpPlan, PlanEntry as AcpPlanEntry,
-    PlanEntryPriority, PlanEntryStatus, PlanUpdate, PlanUpdateContent, SessionInfoUpdate,
-    SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallId, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Diff, Notice, NoticeSeverity, Plan as AcpPlan,
+    PlanEntry as AcpPlanEntry, PlanEntryPriority, PlanEntryStatus, PlanUpdate, PlanUpdateContent,
+    SessionInfoUpdate, SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use dsh_agent::MessageSource;
 use dsh_agent::record::{
     Chunk, PlanRecord, PlanStatus, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord,
 };
-use dsh_session::SessionEvent;
+use dsh_session::{SessionEvent, TurnEndReason};
 use dsh_tools::{ToolCallView, ToolRegistry, ToolResultView};
 use serde_json::{Value, json};
 
@@ -63,12 +63,35 @@ pub(crate) struct RenderCaps {
     pub compaction: bool,
     /// `plan_update`s besides `plan` (`plan`).
     pub plan: bool,
+    /// Notices (`session.notices`).
+    pub notices: bool,
 }
 
 pub(crate) use compaction::compacting_updates;
 
 /// The id of the one plan a session has, in `plan_update`s.
 const PLAN_ID: &str = "todo";
+
+/// What a person is told of a turn dsh itself stopped (a model repeating a call): a notice
+/// while it happens, to a client that takes notices; else a line of the answer, live and
+/// in a replay alike.
+fn stopped_notice(reason: &TurnEndReason, cx: &RenderContext<'_>) -> Option<SessionUpdate> {
+    let TurnEndReason::RepeatedCall { tool } = reason else {
+        return None;
+    };
+    let text = format!(
+        "dsh stopped the turn: the model kept making the same `{}` call after it was told the result would not change.",
+        SafeText::plain(tool)
+    );
+    match (cx.caps.notices, cx.mode) {
+        (true, RenderMode::Live) => Some(SessionUpdate::Notice(Notice::new(
+            NoticeSeverity::Warning,
+            text,
+        ))),
+        (true, RenderMode::Replay) => None,
+        (false, RenderMode::Live | RenderMode::Replay) => Some(message(format!("\n\n[{text}]"))),
+    }
+}
 
 /// A plan record as the updates a client with `caps` takes.
 fn plan_updates(plan: &PlanRecord, caps: &RenderCaps) -> Vec<SessionUpdate> {
@@ -272,7 +295,10 @@ impl Renderer {
                 self.release((at.turn, at.step), &mut out);
                 self.streamed.remove(&(at.turn, at.step));
             }
-            Record::TurnEnd(end) => out.extend(self.close_turn(Some(end.turn))),
+            Record::TurnEnd(end) => {
+                out.extend(self.close_turn(Some(end.turn)));
+                out.extend(stopped_notice(&end.reason, cx));
+            }
             // The transcript keeps everything; the client is shown where the model's history
             // starts again from a summary.
             Record::Compacted(record) => {

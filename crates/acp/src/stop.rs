@@ -22,7 +22,10 @@ pub(crate) fn stop_reason(
     }
     match outcome {
         TurnOutcome::Ended { reason, .. } => match reason {
-            TurnEndReason::Completed => Ok(StopReason::EndTurn),
+            // dsh stopped a model going in circles; the renderer says so in a notice.
+            TurnEndReason::Completed | TurnEndReason::RepeatedCall { .. } => {
+                Ok(StopReason::EndTurn)
+            }
             TurnEndReason::Aborted { .. } | TurnEndReason::Interrupted => Ok(StopReason::Cancelled),
             TurnEndReason::MaxTokens => Ok(StopReason::MaxTokens),
             TurnEndReason::MaxSteps => Ok(StopReason::MaxTurnRequests),

@@ -38,6 +38,7 @@ mod kinds;
 mod progress;
 mod registry;
 mod repair;
+mod repeats;
 mod shared;
 mod step;
 mod stored;

@@ -6,6 +6,7 @@ use std::time::Instant;
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{
     AssistantChunkRecord, AssistantMessageRecord, AssistantReply, Chunk, ContextUsage,
+    ModelProgressRecord,
 };
 use dsh_kernel::{CancellationToken, contain};
 use dsh_llm::{
@@ -181,6 +182,7 @@ pub(crate) async fn run_step(
                 PhaseEnd::Done => StepEnd::Continue { tools_ran: true },
                 PhaseEnd::Cancelled => StepEnd::End(agent.aborted(turn)),
                 PhaseEnd::BarrierFailed(failure) => StepEnd::End(TurnEndReason::Error { failure }),
+                PhaseEnd::Repeated(tool) => StepEnd::End(TurnEndReason::RepeatedCall { tool }),
             }
         }
     }
@@ -275,6 +277,7 @@ async fn stream_answer(
     #[cfg(debug_assertions)]
     let mut checker = dsh_llm::StreamChecker::new();
     let kinds = &writer.agent.shared.kinds;
+    let mut calls = CallsProgress::new(turn, step);
     loop {
         // Raced against the token: a provider that ignores its token cannot hold the turn
         // open; dropping the stream closes its connection.
@@ -325,7 +328,14 @@ async fn stream_answer(
                     answer.finish = Some(reason);
                     return Streamed::Finished;
                 }
-                ModelEvent::ToolCallStart { .. } | ModelEvent::ToolCallArgumentsDelta { .. } => {}
+                ModelEvent::ToolCallStart { name, .. } => {
+                    calls.started(name);
+                    calls.tell(writer, true);
+                }
+                ModelEvent::ToolCallArgumentsDelta { fragment, .. } => {
+                    calls.grew(fragment.len());
+                    calls.tell(writer, false);
+                }
             },
         }
     }
@@ -369,4 +379,54 @@ fn write_interrupted(writer: &mut Writer<'_>, turn: u32, step: u32, answer: &Ans
     };
     let kinds = &writer.agent.shared.kinds;
     writer.append(&kinds.assistant, &record);
+}
+
+/// The tool calls of an answer as they stream in, told to the session's watchers as
+/// `model/progress`: at each call begun, and every [`CallsProgress::EVERY`] bytes of arguments
+/// between, so a long call (a file's whole content) shows it grows.
+struct CallsProgress {
+    record: ModelProgressRecord,
+    /// Argument bytes when the last notice went.
+    told_at: u64,
+}
+
+impl CallsProgress {
+    const EVERY: u64 = 4096;
+
+    fn new(turn: u32, step: u32) -> CallsProgress {
+        CallsProgress {
+            record: ModelProgressRecord {
+                turn,
+                step,
+                tool_calls: 0,
+                argument_bytes: 0,
+                tool: String::new(),
+            },
+            told_at: 0,
+        }
+    }
+
+    fn started(&mut self, tool: String) {
+        self.record.tool_calls += 1;
+        self.record.tool = tool;
+    }
+
+    fn grew(&mut self, bytes: usize) {
+        self.record.argument_bytes += bytes as u64;
+    }
+
+    /// Publishes the progress when a call began (`now`) or enough bytes came since.
+    fn tell(&mut self, writer: &Writer<'_>, now: bool) {
+        if !now && self.record.argument_bytes < self.told_at + Self::EVERY {
+            return;
+        }
+        self.told_at = self.record.argument_bytes;
+        let agent = writer.agent;
+        if let Err(err) = agent
+            .session
+            .notify(&agent.shared.kinds.model_progress, &self.record)
+        {
+            tracing::debug!(agent = %agent.id, "model progress not shown: {err}");
+        }
+    }
 }

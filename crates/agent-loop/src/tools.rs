@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::progress::CallProgress;
+use crate::repeats::Verdict;
 use crate::trace::elapsed_ms;
 use crate::writer::Writer;
 
@@ -28,6 +29,9 @@ pub(crate) const NOT_STARTED_TEXT: &str =
     "The call was cancelled before it started; nothing ran. It is safe to retry.";
 /// Said of a call still running after the cancel grace.
 pub(crate) const OUTCOME_UNKNOWN_TEXT: &str = "The call was cancelled while running and did not stop within the grace period; it may have had effects. Check before retrying.";
+/// Said of the repeated call that ended the turn.
+const REPEATED_END_TEXT: &str =
+    "Not run: the same call was made again after the warning, so dsh ended the turn. Nothing ran.";
 /// Said of a call whose barrier failed.
 const BARRIER_TEXT: &str =
     "The call did not start: its record could not be made durable. Nothing ran.";
@@ -39,6 +43,8 @@ pub(crate) enum PhaseEnd {
     Done,
     Cancelled,
     BarrierFailed(Failure),
+    /// The model repeated a call after it was told not to: the turn ends.
+    Repeated(String),
 }
 
 type BodyResult = Result<Result<ToolOutput, ToolError>, String>;
@@ -50,6 +56,9 @@ struct Slot {
     handle: Option<TaskHandle<()>>,
     /// The running body's progress, flushed before its result.
     progress: Option<Arc<CallProgress>>,
+    /// The arguments as the repeat guard compares them, for a call it let run: its result
+    /// counts toward the streak.
+    counted: Option<serde_json::Value>,
 }
 
 struct Outcome {
@@ -101,6 +110,7 @@ pub(crate) async fn run_tools(
                 result: None,
                 handle: None,
                 progress: None,
+                counted: None,
             })
             .collect(),
         appended: 0,
@@ -123,7 +133,9 @@ pub(crate) async fn run_tools(
     phase.settle(grace).await;
     let not_started = match &end {
         PhaseEnd::BarrierFailed(_) => error(codes::TOOL_NOT_STARTED, BARRIER_TEXT),
-        _ => error(codes::TOOL_NOT_STARTED, NOT_STARTED_TEXT),
+        PhaseEnd::Done | PhaseEnd::Cancelled | PhaseEnd::Repeated(_) => {
+            error(codes::TOOL_NOT_STARTED, NOT_STARTED_TEXT)
+        }
     };
     let appended = phase.appended;
     for slot in &mut phase.slots[appended..] {
@@ -153,6 +165,40 @@ impl Phase<'_, '_> {
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         };
+        // Past the step's limit, nothing runs: a model streaming hundreds of calls gets its
+        // first ones done and is told about the rest.
+        let limit = agent.options.max_tool_calls.get() as usize;
+        if index >= limit {
+            self.record_call(index, &record);
+            let asked = self.slots.len();
+            self.finish(
+                index,
+                error(
+                    codes::TOO_MANY_CALLS,
+                    format!(
+                        "Not run: one step runs at most {limit} tool calls, and this step made {asked}. Make the calls that still matter in your next step."
+                    ),
+                ),
+            );
+            return Ok(());
+        }
+        let seen = args.as_ref().map_or_else(
+            |_| serde_json::Value::String(call.arguments.clone()),
+            Clone::clone,
+        );
+        match self.writer.repeats.verdict(&call.name, &seen) {
+            Verdict::Run => self.slots[index].counted = Some(seen),
+            Verdict::Refuse(note) => {
+                self.record_call(index, &record);
+                self.finish(index, error(codes::REPEATED_CALL, note));
+                return Ok(());
+            }
+            Verdict::EndTurn => {
+                self.record_call(index, &record);
+                self.finish(index, error(codes::REPEATED_CALL, REPEATED_END_TEXT));
+                return Err(PhaseEnd::Repeated(call.name.clone()));
+            }
+        }
         let (tool, args) = match (tool, args) {
             (_, Err(err)) => {
                 self.record_call(index, &record);
@@ -436,6 +482,11 @@ impl Phase<'_, '_> {
             let Some(outcome) = slot.result.take() else {
                 return;
             };
+            if let Some(args) = slot.counted.take() {
+                self.writer
+                    .repeats
+                    .finished(&slot.call.name, &args, &outcome.content);
+            }
             let record = ToolResultRecord {
                 turn: self.turn,
                 step: self.step,

@@ -8,6 +8,7 @@ use dsh_session::{EventType, Failure, SessionError, SessionEvent, failure_code};
 use serde::Serialize;
 
 use crate::agent::LoopAgent;
+use crate::repeats::Repeats;
 
 /// Appends on behalf of one turn and remembers what the session refused.
 pub(crate) struct Writer<'a> {
@@ -16,6 +17,8 @@ pub(crate) struct Writer<'a> {
     pub(crate) dead: bool,
     /// The first refused append of another kind.
     pub(crate) refused: Option<Failure>,
+    /// The turn's calls so far, against a model going in circles.
+    pub(crate) repeats: Repeats,
 }
 
 impl<'a> Writer<'a> {
@@ -24,6 +27,7 @@ impl<'a> Writer<'a> {
             agent,
             dead: false,
             refused: None,
+            repeats: Repeats::default(),
         }
     }
 

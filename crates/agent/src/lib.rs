@@ -47,7 +47,10 @@ pub use factory::{AgentFactory, AgentRegistry, CreateAgent, ResumeAgent};
 pub use handle::AgentHandle;
 pub use instructions::{Audience, CallerPrompt, PromptMode};
 pub use message::{MessageId, MessageSource, UserMessage};
-pub use options::{AgentOptions, AgentOverrides, DEFAULT_CONTEXT_WINDOW};
+pub use options::{
+    AgentOptions, AgentOverrides, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOOL_CALLS,
+    MAX_TOOL_CALLS_LIMIT,
+};
 pub use ticket::{TicketSender, TurnOutcome, TurnTicket};
 
 pub use dsh_session::{CancelCause, Failure, Session, SessionId, TurnEndReason};

@@ -27,6 +27,9 @@ pub struct AgentOptions {
     pub reasoning: Option<ReasoningEffort>,
     /// Model requests per turn, 1 ..= 10 000 (default 50).
     pub max_steps: NonZeroU32,
+    /// Tool calls one step runs, 1 ..= 1 000 (default 16); the model is told the rest did not
+    /// run.
+    pub max_tool_calls: NonZeroU32,
     /// The model's context window in tokens, against which each call's usage is told
     /// (default [`DEFAULT_CONTEXT_WINDOW`]).
     pub context_window: NonZeroU64,
@@ -37,6 +40,13 @@ pub struct AgentOptions {
     /// outputs are replaced, in the request only, by a note. 0 keeps every output.
     pub keep_tool_output: u64,
 }
+
+/// Tool calls one step runs when nobody said: more than a capable model asks for at once, far
+/// fewer than a weak one that loops (512 in one step was seen).
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 16;
+
+/// The most `max_tool_calls` may be.
+pub const MAX_TOOL_CALLS_LIMIT: u32 = 1000;
 
 /// The window assumed when nobody said: small enough for most local models, so usage reads
 /// high rather than low.
@@ -51,6 +61,7 @@ impl Default for AgentOptions {
             temperature: None,
             reasoning: None,
             max_steps: NonZeroU32::MIN.saturating_add(49),
+            max_tool_calls: NonZeroU32::MIN.saturating_add(DEFAULT_MAX_TOOL_CALLS - 1),
             context_window: NonZeroU64::MIN.saturating_add(DEFAULT_CONTEXT_WINDOW - 1),
             compact_at: 0.8,
             keep_tool_output: 40_000,
@@ -65,6 +76,12 @@ impl AgentOptions {
             return Err(AgentError::InvalidRequest {
                 field: "options.max_steps".into(),
                 reason: format!("{} is over {MAX_STEPS_LIMIT}", self.max_steps),
+            });
+        }
+        if self.max_tool_calls.get() > MAX_TOOL_CALLS_LIMIT {
+            return Err(AgentError::InvalidRequest {
+                field: "options.max_tool_calls".into(),
+                reason: format!("{} is over {MAX_TOOL_CALLS_LIMIT}", self.max_tool_calls),
             });
         }
         if let Some(t) = self.temperature
@@ -102,6 +119,8 @@ pub struct AgentOverrides {
     pub reasoning: Option<ReasoningEffort>,
     /// Replaces the step limit.
     pub max_steps: Option<NonZeroU32>,
+    /// Replaces the limit of tool calls one step runs.
+    pub max_tool_calls: Option<NonZeroU32>,
     /// Replaces the context window.
     pub context_window: Option<NonZeroU64>,
     /// Replaces the compaction threshold.
@@ -123,6 +142,7 @@ impl AgentOverrides {
             temperature: self.temperature.or(defaults.temperature),
             reasoning: self.reasoning.or(defaults.reasoning),
             max_steps: self.max_steps.unwrap_or(defaults.max_steps),
+            max_tool_calls: self.max_tool_calls.unwrap_or(defaults.max_tool_calls),
             context_window: self.context_window.unwrap_or(defaults.context_window),
             compact_at: self.compact_at.unwrap_or(defaults.compact_at),
             keep_tool_output: self.keep_tool_output.unwrap_or(defaults.keep_tool_output),

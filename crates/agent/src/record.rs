@@ -241,6 +241,36 @@ impl ToolProgressRecord {
     }
 }
 
+/// The kind of [`ModelProgressRecord`], an ephemeral notice (never in the log).
+pub const MODEL_PROGRESS: &str = "model/progress";
+
+/// `model/progress`: how far the model's answer has come while it writes tool calls, which
+/// stream no text a person would see: a model writing hundreds of calls is visibly busy, not
+/// silent. Ephemeral, like [`ToolProgressRecord`]; the `assistant/message` holds the calls.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelProgressRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// Calls begun so far in this answer.
+    pub tool_calls: u32,
+    /// Bytes of their arguments so far.
+    pub argument_bytes: u64,
+    /// The tool of the latest call.
+    pub tool: String,
+}
+
+impl ModelProgressRecord {
+    /// `note` read as model progress, when it is some.
+    pub fn decode(note: &dsh_session::Ephemeral) -> Option<ModelProgressRecord> {
+        if note.kind.as_str() != MODEL_PROGRESS {
+            return None;
+        }
+        serde_json::from_str(note.data.get()).ok()
+    }
+}
+
 /// One event of a session log, as the agent vocabulary reads it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {

@@ -9,6 +9,8 @@ pub const USAGE: u8 = 2;
 pub const CONFIG: u8 = 6;
 /// Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
+/// The model went in circles (the same call again after it was told) and dsh stopped it.
+pub const REPEATED_CALL: u8 = 7;
 /// SIGTERM.
 pub const TERMINATED: u8 = 143;
 /// SIGHUP.
@@ -52,7 +54,8 @@ impl Failure {
 }
 
 /// The status of a turn's outcome: 0 completed, 3 out of tokens, 4 refused, 5 out of steps,
-/// 130 cancelled, 1 for a failure and for any end this dsh does not know.
+/// 7 stopped going in circles, 130 cancelled, 1 for a failure and for any end this dsh does
+/// not know.
 pub fn for_outcome(outcome: &TurnOutcome) -> u8 {
     match outcome {
         TurnOutcome::Ended { reason, .. } => match reason {
@@ -60,6 +63,7 @@ pub fn for_outcome(outcome: &TurnOutcome) -> u8 {
             TurnEndReason::MaxTokens => 3,
             TurnEndReason::Refusal => 4,
             TurnEndReason::MaxSteps => 5,
+            TurnEndReason::RepeatedCall { .. } => REPEATED_CALL,
             TurnEndReason::Aborted { .. } | TurnEndReason::Interrupted => INTERRUPTED,
             // A kind a newer dsh wrote: success is not claimed for what this dsh cannot read.
             TurnEndReason::Error { .. } | TurnEndReason::Unknown => 1,
@@ -87,6 +91,12 @@ mod tests {
             (ended(TurnEndReason::MaxTokens), 3),
             (ended(TurnEndReason::Refusal), 4),
             (ended(TurnEndReason::MaxSteps), 5),
+            (
+                ended(TurnEndReason::RepeatedCall {
+                    tool: "read".into(),
+                }),
+                7,
+            ),
             (
                 ended(TurnEndReason::Aborted {
                     cause: CancelCause::User,

@@ -614,6 +614,10 @@ fn reason_text(reason: &TurnEndReason) -> String {
         TurnEndReason::Completed => "completed".into(),
         TurnEndReason::MaxTokens => "stopped at the output token limit".into(),
         TurnEndReason::MaxSteps => "stopped at the step limit".into(),
+        TurnEndReason::RepeatedCall { tool } => format!(
+            "stopped: the model kept repeating the same {} call",
+            SafeText::plain(tool)
+        ),
         TurnEndReason::Refusal => "the model refused".into(),
         TurnEndReason::Aborted { .. } => "cancelled".into(),
         TurnEndReason::Error { failure } => {
@@ -653,6 +657,7 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
         match &reason {
             TurnEndReason::Aborted { cause } => line["cause"] = json!(cause),
             TurnEndReason::Error { failure } => line["error"] = json!(failure),
+            TurnEndReason::RepeatedCall { tool } => line["tool"] = json!(tool),
             TurnEndReason::Completed
             | TurnEndReason::MaxTokens
             | TurnEndReason::MaxSteps

@@ -118,6 +118,7 @@ impl ReplayScript {
                         }
                         TurnEndReason::Completed
                         | TurnEndReason::MaxSteps
+                        | TurnEndReason::RepeatedCall { .. }
                         | TurnEndReason::Aborted { .. }
                         | TurnEndReason::Error { .. }
                         | TurnEndReason::Interrupted

@@ -83,6 +83,12 @@ pub enum TurnEndReason {
     MaxTokens,
     /// The loop hit its step limit.
     MaxSteps,
+    /// The model made the same call again after it was told that repeating it would not
+    /// run: the loop stopped feeding a model that goes in circles.
+    RepeatedCall {
+        /// The tool it kept calling.
+        tool: String,
+    },
     /// The model refused.
     Refusal,
     /// The turn was cancelled; the first cause requested.
@@ -110,6 +116,7 @@ impl TurnEndReason {
             TurnEndReason::Completed => "completed",
             TurnEndReason::MaxTokens => "max_tokens",
             TurnEndReason::MaxSteps => "max_steps",
+            TurnEndReason::RepeatedCall { .. } => "repeated_call",
             TurnEndReason::Refusal => "refusal",
             TurnEndReason::Aborted { .. } => "aborted",
             TurnEndReason::Error { .. } => "error",

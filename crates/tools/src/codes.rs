@@ -11,6 +11,10 @@ pub const TOOL_REJECTED: &str = "tool_rejected";
 pub const TOOL_PANICKED: &str = "tool_panicked";
 /// The result exceeded the session's event size limit.
 pub const OUTPUT_TOO_LARGE: &str = "output_too_large";
+/// The step already ran as many calls as one step may; this one did not run.
+pub const TOO_MANY_CALLS: &str = "too_many_calls";
+/// The same call with the same arguments, a third time in a row; it did not run.
+pub const REPEATED_CALL: &str = "repeated_call";
 /// The body never started (cancel, barrier failure, approval cancelled), and a call crash
 /// repair found unstarted: one code, defined with crash repair.
 pub use dsh_session::repair::TOOL_NOT_STARTED;

@@ -125,6 +125,7 @@ async fn create(
         terminal_card: conn.state.terminal_output(),
         compaction: conn.state.compaction(),
         plan: conn.state.plan(),
+        notices: conn.state.notices(),
     };
     match install(conn, handle, cwd.clone(), caps, prepared.parts) {
         Ok(record) => {
@@ -349,6 +350,7 @@ async fn load(conn: &Arc<Conn>, request: LoadRequest<'_>) -> Result<Value, RpcEr
         terminal_card: conn.state.terminal_output(),
         compaction: conn.state.compaction(),
         plan: conn.state.plan(),
+        notices: conn.state.notices(),
     };
     let record = match install(conn, handle, stored, caps, prepared.parts) {
         Ok(record) => record,

@@ -112,6 +112,7 @@ fn caps(terminal_card: bool, compaction: bool) -> RenderCaps {
         terminal_card,
         compaction,
         plan: false,
+        notices: false,
     }
 }
 
@@ -600,5 +601,58 @@ fn with_prices_configured_each_usage_update_carries_the_session_s_cost_so_far() 
             .iter()
             .all(|u| u.get("cost").is_none_or(Value::is_null)),
         "{unpriced:?}"
+    );
+}
+
+#[test]
+fn a_turn_dsh_stopped_for_repeating_a_call_is_said_as_a_notice_or_a_line() {
+    let events = [event(
+        0,
+        "turn/end",
+        json!({"turn": 1, "reason": {"kind": "repeated_call", "tool": "read"}}),
+    )];
+    let with_notices = RenderCaps {
+        notices: true,
+        ..caps(false, false)
+    };
+    let live = render_all(&events, RenderMode::Live, with_notices, false, false, None);
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0]["sessionUpdate"], "notice", "{live:?}");
+    assert!(live[0].to_string().contains("same `read` call"), "{live:?}");
+    let replayed = render_all(
+        &events,
+        RenderMode::Replay,
+        with_notices,
+        false,
+        false,
+        None,
+    );
+    assert!(
+        replayed.is_empty(),
+        "a notice is of its moment: {replayed:?}"
+    );
+    for mode in [RenderMode::Live, RenderMode::Replay] {
+        let plain = render_all(&events, mode, caps(false, false), false, false, None);
+        assert_eq!(
+            plain[0]["sessionUpdate"], "agent_message_chunk",
+            "{plain:?}"
+        );
+        assert!(plain[0].to_string().contains("dsh stopped the turn"));
+    }
+    let completed = [event(
+        0,
+        "turn/end",
+        json!({"turn": 1, "reason": {"kind": "completed"}}),
+    )];
+    assert!(
+        render_all(
+            &completed,
+            RenderMode::Live,
+            with_notices,
+            false,
+            false,
+            None
+        )
+        .is_empty()
     );
 }

@@ -258,9 +258,9 @@ impl dsh_tools::Tool for Chatty {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_tool_output_is_pruned_in_the_request_and_kept_in_the_log() {
     let h = Harness::new(ScriptedModel::new(vec![
-        call("c1", "chatty", "{}"),
-        call("c2", "chatty", "{}"),
-        call("c3", "chatty", "{}"),
+        call("c1", "chatty", r#"{"n":1}"#),
+        call("c2", "chatty", r#"{"n":2}"#),
+        call("c3", "chatty", r#"{"n":3}"#),
         say("done"),
     ]))
     .await;

@@ -9,6 +9,7 @@ mod compaction;
 mod containment;
 mod context;
 mod edges;
+mod guards;
 mod modules;
 mod ownership;
 mod progress;

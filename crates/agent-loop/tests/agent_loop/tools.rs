@@ -105,9 +105,23 @@ async fn unknown_tools_bad_arguments_errors_and_panics_are_results_not_turn_fail
 
 #[tokio::test]
 async fn parallel_safe_calls_run_together_up_to_the_cap_and_results_keep_model_order() {
-    let mut acts: Vec<Act> = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"]
+    let ids = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"];
+    let args = [
+        r#"{"n":0}"#,
+        r#"{"n":1}"#,
+        r#"{"n":2}"#,
+        r#"{"n":3}"#,
+        r#"{"n":4}"#,
+        r#"{"n":5}"#,
+        r#"{"n":6}"#,
+        r#"{"n":7}"#,
+        r#"{"n":8}"#,
+        r#"{"n":9}"#,
+    ];
+    let mut acts: Vec<Act> = ids
         .iter()
-        .map(|id| Act::Call(id, "pool", "{}"))
+        .zip(args)
+        .map(|(id, args)| Act::Call(id, "pool", args))
         .collect();
     acts.push(Act::Finish(FinishReason::ToolCalls));
     let model = ScriptedModel::new(vec![acts, say("done")]);

@@ -191,12 +191,14 @@ fn overrides_change_only_the_fields_they_set() {
         temperature: Some(0.0),
         reasoning: Some(dsh_llm::ReasoningEffort::High),
         max_steps: NonZeroU32::new(2),
+        max_tool_calls: NonZeroU32::new(3),
         context_window: std::num::NonZeroU64::new(4096),
         compact_at: Some(0.5),
         keep_tool_output: Some(100),
     };
     let merged = all.apply_to(&defaults);
     assert_eq!(merged.context_window.get(), 4096);
+    assert_eq!(merged.max_tool_calls.get(), 3);
     assert_eq!(
         (
             merged.system_prompt.map(|p| p.text),
