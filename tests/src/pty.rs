@@ -139,3 +139,19 @@ impl Terminal {
         (status.exit_code(), self.seen)
     }
 }
+
+/// What a person sees once `received` (the bytes a terminal `cols` wide received) is applied
+/// by a terminal emulator: every line written, scrollback and screen alike, without trailing
+/// blanks. A frame that was erased is gone from it; one left behind is there.
+pub fn screen(received: &str, cols: u16) -> String {
+    // Rows enough that nothing scrolls off: the lines are the whole transcript.
+    let mut parser = vt100::Parser::new(2000, cols, 0);
+    parser.process(
+        received
+            .replace('\n', "\r\n")
+            .replace("\r\r\n", "\r\n")
+            .as_bytes(),
+    );
+    let contents = parser.screen().contents();
+    contents.trim_end().to_owned()
+}

@@ -100,7 +100,7 @@ async fn a_refused_connection_names_the_address() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_key_says_where_it_came_from_or_that_none_was_sent() {
     let refused = || MockResponse::status(401).body(r#"{"error":{"message":"Invalid API key"}}"#);
-    let server = MockModelServer::start(vec![refused(), refused()]).await;
+    let server = MockModelServer::start(vec![refused(), refused(), refused()]).await;
     let sandbox = Sandbox::new();
     let keyless = run(&sandbox, &server.base_url(), 0, &[("DSH_API_KEY_ENV", "")]).await;
     let stderr = text(&keyless.stderr);
@@ -125,6 +125,16 @@ async fn a_refused_key_says_where_it_came_from_or_that_none_was_sent() {
     );
     assert!(!stderr.contains("sk-wrong"), "{stderr}");
     assert!(server.requests()[1].header("authorization").is_some());
+    // A key variable named but not set: a server on this machine is tried without one, and
+    // the hint says no key was set, not that the key was wrong.
+    let unset = run(&sandbox, &server.base_url(), 0, &[]).await;
+    let stderr = text(&unset.stderr);
+    assert!(server.requests()[2].header("authorization").is_none());
+    assert!(
+        stderr.contains("no key was set, so dsh sent none to 127.0.0.1: set DSH_API_KEY="),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the key came from"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

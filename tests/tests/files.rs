@@ -128,7 +128,7 @@ fn in_ask_mode_the_question_shows_the_diff_once_and_a_yes_applies_it() {
         &sandbox,
         &["run", "--permission", "ask", "--replay", &script, "go"],
     );
-    term.expect("dsh · allow edit: notes.txt? [y/N] ");
+    term.expect("dsh · allow edit: notes.txt  [y/N] ");
     assert_eq!(
         std::fs::read_to_string(&notes).unwrap(),
         "one\ntwo\nthree\n",
@@ -139,7 +139,7 @@ fn in_ask_mode_the_question_shows_the_diff_once_and_a_yes_applies_it() {
     let seen = seen.replace("\r\n", "\n");
     assert_eq!(code, 0, "{seen}");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "one\n2\nthree\n");
-    let question = seen.find("? [y/N] ").unwrap();
+    let question = seen.find("  [y/N] ").unwrap();
     assert!(
         seen[..question].contains("     2 - two\n     2 + 2\n"),
         "the question shows the diff: {seen}"

@@ -436,7 +436,7 @@ async fn on_a_terminal_in_ask_mode_the_question_is_not_drawn_over_by_a_spinner()
         &["run", "--permission", "ask", "--replay", &replay, "go"],
         &[("TERM", "xterm-256color"), ("DSH_CONFIG", &path)],
     );
-    let question = "dsh · allow faults__huge: {\"bytes\":30}? [y/N] ";
+    let question = "dsh · allow faults__huge: {\"bytes\":30}  [y/N] ";
     term.expect(question);
     // The question starts a line of its own: the call's spinner was cleared for it.
     let before = &term.seen[..term.seen.find(question).unwrap()];

@@ -53,6 +53,13 @@ fn dsh_run_shows_the_plan_each_time_it_changes_and_refuses_a_bad_one() {
         2,
         "the refused one is not shown: {shown}"
     );
+    // Each plan once: not the raw call, not the result's text, only the plan.
+    assert!(!shown.contains("\"todos\""), "{shown}");
+    assert_eq!(shown.matches("read the parser").count(), 2, "{shown}");
+    assert!(
+        shown.contains("▸ todo\n[error: ") && shown.contains("2 steps are in_progress"),
+        "a refused plan says whose failure it is: {shown}"
+    );
     let log = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
     let events: Vec<Value> = log
         .lines()

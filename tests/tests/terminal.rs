@@ -87,7 +87,7 @@ fn permission_ask_runs_the_call_only_after_yes_on_the_terminal() {
         &["run", "--permission", "ask", "--replay", &script, "go"],
     );
     term.expect("edits and commands ask first");
-    term.expect("dsh · allow bash: touch made.txt && echo made it? [y/N] ");
+    term.expect("dsh · allow bash: touch made.txt && echo made it  [y/N] ");
     assert!(
         !sandbox.work().join("made.txt").exists(),
         "ran before the answer"
@@ -101,7 +101,7 @@ fn permission_ask_runs_the_call_only_after_yes_on_the_terminal() {
     term.expect("made it");
     let (code, seen) = term.exit_code();
     assert_eq!(code, 0, "{seen}");
-    let question = seen.find("? [y/N] ").unwrap();
+    let question = seen.find("  [y/N] ").unwrap();
     let running = seen.find("$ touch made.txt && echo made it").unwrap();
     assert!(
         question < running,
@@ -119,7 +119,7 @@ fn permission_ask_declined_tells_the_model_and_runs_nothing() {
         &sandbox,
         &["run", "--permission", "ask", "--replay", &script, "go"],
     );
-    term.expect("? [y/N] ");
+    term.expect("  [y/N] ");
     term.type_keys(b"n\r");
     let (code, seen) = term.exit_code();
     assert_eq!(code, 0, "{seen}");
@@ -178,9 +178,9 @@ fn a_turn_on_the_terminal_reads_as_a_person_sees_it() {
             (r"· \d+(\.\d+)? s\]", "· [seconds] s]"),
             // The estimate counts the system prompt, which names the sandbox and the machine.
             (r"context ~\d+(\.\d+)?k/", "context ~[tokens]/"),
-            // The spinner's frames, and how many there are, depend on timing: each is removed
-            // with the clear that ends it.
-            (r"[^\n]*?· \$ printf[^\n]*?\r?\x1b\[2K", ""),
+            // The status line's frames, and how many there are, depend on timing: each is
+            // removed with the erase that ends it.
+            (r"\r\x1b\[2K[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏][^\r\n]*\r\x1b\[2K", ""),
         ]}, {
             insta::assert_snapshot!(name, seen);
         });

@@ -105,7 +105,7 @@ fn a_hostile_command_is_shown_inert_in_the_permission_question() {
         &sandbox,
         &["run", "--permission", "ask", "--replay", &script, "go"],
     );
-    term.expect("dsh · allow bash: echo hi there? [y/N] ");
+    term.expect("dsh · allow bash: echo hi there  [y/N] ");
     term.type_keys(b"n\r");
     let (code, seen) = term.exit_code();
     assert_eq!(code, 0, "{seen:?}");

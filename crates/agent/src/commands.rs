@@ -107,6 +107,33 @@ impl Commands {
     }
 }
 
+impl Commands {
+    /// What to answer when `text` names a command there is not (`/deploy`, a typo of
+    /// `/compact`): the name and the commands there are. A prompt that only starts with a
+    /// slash (`/usr/bin/python fails`) names no command.
+    pub fn unknown(&self, text: &str) -> Option<String> {
+        let rest = text.trim_start().strip_prefix('/')?;
+        let name = rest.split(char::is_whitespace).next().unwrap_or_default();
+        if !is_command_name(name) || self.list.iter().any(|c| c.name == name) {
+            return None;
+        }
+        let known: Vec<String> = self.list.iter().map(|c| format!("/{}", c.name)).collect();
+        Some(format!(
+            "there is no command /{name}; the commands here are {}",
+            known.join(", ")
+        ))
+    }
+}
+
+/// Letters, digits, `-` and `_`, at most 64: what a command file may be named.
+fn is_command_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 fn built_in() -> Vec<Command> {
     vec![
         Command {
@@ -153,12 +180,7 @@ fn read_command(path: &Path) -> Result<Command, String> {
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
-        .filter(|n| {
-            !n.is_empty()
-                && n.len() <= 64
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        })
+        .filter(|n| is_command_name(n))
         .ok_or("its name may hold only letters, digits, - and _ (at most 64)")?
         .to_owned();
     let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
@@ -271,5 +293,20 @@ mod tests {
         );
         assert_eq!(commands.invoke("/usr/bin is missing"), None);
         assert_eq!(commands.invoke("compact"), None);
+    }
+
+    #[test]
+    fn an_unknown_command_is_answered_with_those_there_are_and_a_path_is_no_command() {
+        let root = tempfile::tempdir().unwrap();
+        let (commands, _) = Commands::discover(root.path(), None);
+        let said = commands.unknown("/deploy now").unwrap();
+        assert!(said.starts_with("there is no command /deploy;"), "{said}");
+        assert!(
+            said.contains("/compact") && said.contains("/init"),
+            "{said}"
+        );
+        assert_eq!(commands.unknown("/compact"), None);
+        assert_eq!(commands.unknown("/usr/bin/python fails"), None);
+        assert_eq!(commands.unknown("fix /deploy"), None);
     }
 }

@@ -15,8 +15,8 @@ use crate::settings::{CommandFlags, Settings};
 use crate::signals::Signals;
 
 /// Runs `dsh acp`; returns the exit status.
-pub async fn acp(global: &Global, permission: Option<AcpPermission>) -> u8 {
-    match serve(global, permission).await {
+pub async fn acp(global: &Global, permission: Option<AcpPermission>, max_steps: Option<u32>) -> u8 {
+    match serve(global, permission, max_steps).await {
         Ok(()) => 0,
         Err(failure) => {
             eprintln!("error: {}", failure.message);
@@ -39,9 +39,14 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
     }
 }
 
-async fn serve(global: &Global, permission: Option<AcpPermission>) -> Result<(), Failure> {
+async fn serve(
+    global: &Global,
+    permission: Option<AcpPermission>,
+    max_steps: Option<u32>,
+) -> Result<(), Failure> {
     let flags = CommandFlags {
         acp_permission: permission,
+        max_steps,
         ..CommandFlags::default()
     };
     let settings = Settings::resolve(global, flags)?;

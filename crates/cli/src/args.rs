@@ -40,9 +40,13 @@ pub struct Global {
     /// How hard a thinking model thinks.
     #[arg(long, global = true, value_name = "LEVEL")]
     pub reasoning: Option<Reasoning>,
-    /// The model's output token limit.
+    /// The model's output token limit (default: the model's own where dsh knows it, else
+    /// 8192).
     #[arg(long, global = true, value_name = "N")]
     pub max_tokens: Option<NonZeroU32>,
+    /// Sampling temperature, 0 to 2 (default: the server's).
+    #[arg(long, global = true, value_name = "T")]
+    pub temperature: Option<f64>,
     /// The model's context window, in tokens (default: known for DeepSeek's models,
     /// 32768 for others).
     #[arg(long, global = true, value_name = "TOKENS")]
@@ -85,6 +89,9 @@ pub enum Command {
         /// setting, else ask).
         #[arg(long, value_enum)]
         permission: Option<AcpPermission>,
+        /// Model calls per turn, 1..=10000 (default 50).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        max_steps: Option<u32>,
     },
     /// Stored sessions: list, show, remove.
     Sessions {
@@ -166,10 +173,10 @@ pub struct RunArgs {
     /// Model calls per turn, 1..=10000 (default 50).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_steps: Option<u32>,
-    /// Whether bash asks on the terminal before each call (`ask` denies without a
-    /// terminal).
-    #[arg(long, value_enum, default_value_t = Permission::Allow)]
-    pub permission: Permission,
+    /// Whether edits and commands ask on the terminal first (`ask` denies without a
+    /// terminal; default: the `permission` setting, else allow).
+    #[arg(long, value_enum)]
+    pub permission: Option<Permission>,
 }
 
 /// `dsh acp --permission`.

@@ -94,9 +94,10 @@ impl ApprovalGate for TerminalGate {
                 Err(e) => {
                     tracing::debug!(error = %e, "no terminal to ask on; the call is denied");
                     ApprovalDecision::Reject {
-                        reason: "dsh runs with --permission ask and there is no terminal to \
-                                 ask on"
-                            .into(),
+                        reason: format!(
+                            "dsh runs in the {} permission mode and there is no terminal to ask on",
+                            self.mode.as_str()
+                        ),
                     }
                 }
             },
@@ -104,7 +105,8 @@ impl ApprovalGate for TerminalGate {
     }
 }
 
-/// `dsh · allow bash: ls -la? [y/N] `: bash shows its command, other tools their arguments.
+/// `dsh · allow bash: ls -la  [y/N] `: bash shows its command, other tools their arguments,
+/// apart from the answer's brackets so nothing reads as part of the command.
 fn question(request: &ApprovalRequest, colour: bool) -> String {
     let args = &request.arguments;
     let shown = match (args["command"].as_str(), args["path"].as_str()) {
@@ -128,7 +130,9 @@ fn question(request: &ApprovalRequest, colour: bool) -> String {
             String::new()
         }
     };
-    format!("{change}dsh · allow {}: {shown}? [y/N] ", request.tool)
+    // The tool's name is the model's too.
+    let tool = SafeText::plain(&request.tool);
+    format!("{change}dsh · allow {tool}: {shown}  [y/N] ")
 }
 
 fn elide(text: &str) -> String {
@@ -210,12 +214,14 @@ mod tests {
     #[test]
     fn bash_is_asked_about_by_its_command_and_other_tools_by_their_arguments() {
         let bash = request("bash", serde_json::json!({"command": "ls -la\n"}));
-        assert_eq!(question(&bash, false), "dsh · allow bash: ls -la? [y/N] ");
+        assert_eq!(question(&bash, false), "dsh · allow bash: ls -la  [y/N] ");
         let other = request("bash_kill", serde_json::json!({"id": "t1"}));
         assert_eq!(
             question(&other, false),
-            "dsh · allow bash_kill: {\"id\":\"t1\"}? [y/N] "
+            "dsh · allow bash_kill: {\"id\":\"t1\"}  [y/N] "
         );
+        let hostile = request("x\x1b]2;pwned\x07\x1b[2J", serde_json::json!({}));
+        assert_eq!(question(&hostile, false), "dsh · allow x: {}  [y/N] ");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use dsh_session::SessionStorePlugin;
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
 use dsh_tool_bash::BashToolsPlugin;
-use dsh_tool_fs::FsToolsPlugin;
+use dsh_tool_fs::{FsToolsPlugin, ToolFsConfig};
 use dsh_tool_mcp::McpToolsPlugin;
 use dsh_tool_todo::TodoPlugin;
 use dsh_tools::ToolRegistryPlugin;
@@ -100,7 +100,10 @@ async fn load_all(
         .await
         .map_err(|e| failed("the bash tools", e))?;
     runtime
-        .load(FsToolsPlugin::default())
+        .load(FsToolsPlugin::new(ToolFsConfig {
+            search_timeout: settings.search_timeout.value,
+            ..ToolFsConfig::default()
+        }))
         .await
         .map_err(|e| failed("the file tools", e))?;
     runtime
@@ -166,7 +169,8 @@ fn context(settings: &Settings) -> Result<ContextConfig, Failure> {
 
 fn options(settings: &Settings) -> AgentOptions {
     let mut options = AgentOptions::default();
-    options.max_output_tokens = settings.max_tokens.value;
+    options.max_output_tokens = Some(settings.max_tokens.value);
+    options.max_tool_calls = settings.max_tool_calls.value;
     options.temperature = settings.temperature.value;
     options.reasoning = settings.reasoning.value;
     options.context_window = settings.context_window.value;

@@ -29,6 +29,7 @@ mod run;
 mod sessions;
 mod settings;
 mod signals;
+mod status;
 mod tally;
 mod window;
 
@@ -63,7 +64,10 @@ fn main() -> ExitCode {
     let status = runtime.block_on(async {
         match &cli.command {
             Command::Run(args) => run::run(&cli.global, args).await,
-            Command::Acp { permission } => acp::acp(&cli.global, *permission).await,
+            Command::Acp {
+                permission,
+                max_steps,
+            } => acp::acp(&cli.global, *permission, *max_steps).await,
             Command::Config { json } => config::config(&cli.global, *json),
             Command::Models { json } => models::models(&cli.global, *json).await,
             Command::Sessions { command } => sessions::sessions(&cli.global, command).await,

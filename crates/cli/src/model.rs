@@ -73,6 +73,7 @@ pub fn server_model(settings: &Settings) -> Result<OpenAiModel, Failure> {
     config.base_url = settings.base_url.value.clone();
     config.model = settings.model.value.clone();
     config.connect_timeout = settings.connect_timeout.value;
+    config.first_byte_timeout = settings.first_byte_timeout.value;
     config.idle_timeout = settings.idle_timeout.value;
     config.retry.max_retries = settings.max_retries.value;
     config.send_reasoning_content = settings.send_reasoning_content.value;
@@ -151,10 +152,16 @@ pub fn auth_hint(settings: &Settings) -> String {
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_else(|| settings.base_url.value.clone());
+    let set = !var.is_empty() && std::env::var_os(var).is_some_and(|v| !v.is_empty());
     if var.is_empty() {
         format!(
             "dsh sent no key to {host}: api_key_env is empty ({}). If the server needs one, put it in DSH_API_KEY and set api_key_env to DSH_API_KEY (or to the variable that holds it).",
             settings.api_key_env.source
+        )
+    } else if !set {
+        // A server on this machine is tried without a key; it wanted one.
+        format!(
+            "no key was set, so dsh sent none to {host}: set {var}=<the key for {host}> (or api_key_env to the variable that holds it)."
         )
     } else {
         format!(

@@ -13,16 +13,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use dsh_agent::TurnEndReason;
 use dsh_agent::record::{
-    AssistantChunkRecord, Chunk, CompactTrigger, PlanEntry, PlanStatus, Record, ToolProgressRecord,
-    ToolResultRecord,
+    AssistantChunkRecord, Chunk, CompactTrigger, ContextUsage, ModelProgressRecord, PlanEntry,
+    PlanStatus, Record, ToolProgressRecord, ToolResultRecord,
 };
 use dsh_session::{Ephemeral, Session, SessionEvent, SessionObserver};
+use dsh_tools::Plan;
 use dsh_tools::safe_text::SafeText;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use dsh_tools::words::count;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::status::{StatusLine, Stream};
 use crate::tally::Tally;
 
 /// How a run is shown.
@@ -61,6 +63,9 @@ struct LiveCall {
     /// The live view stopped at [`LIVE_LIMIT`]; the result is shown whole at the end.
     cut: bool,
     ends_line: bool,
+    /// The last piece ended with a carriage return: the next decides whether it was a line
+    /// end (`\r\n`) or a return to the line's start (a progress counter).
+    pending_return: bool,
 }
 
 /// How much of one call's output is shown while it runs; the result (its head and tail) is
@@ -94,12 +99,9 @@ pub struct Renderer {
     state: Mutex<State>,
     pub stdout_closed: AtomicBool,
     pub closed: Notify,
-    /// A status line (a retry) is on the terminal, without its newline: the next output
-    /// clears it first.
-    status_shown: AtomicBool,
-    /// While a command runs on a terminal: a spinner with its elapsed time and the command,
-    /// drawn on stderr, gone when the command ends.
-    spinner: Mutex<Option<ProgressBar>>,
+    /// The terminal's status line: what the run waits for (the model, a command) with its
+    /// elapsed time, or a retry notice; every write passes through it.
+    status: Arc<StatusLine>,
 }
 
 impl Renderer {
@@ -119,14 +121,20 @@ impl Renderer {
     }
 
     fn build(view: View, transcript: bool) -> Arc<Renderer> {
+        // Status lines are drawn and redrawn in place only for a person watching a run: a
+        // human view, stderr on a terminal that is not `dumb`, and not a stored transcript.
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        let in_place = matches!(view, View::Human { .. })
+            && !transcript
+            && !dumb
+            && std::io::stderr().is_terminal();
         Arc::new(Renderer {
             view,
             transcript,
             state: Mutex::new(State::default()),
             stdout_closed: AtomicBool::new(false),
             closed: Notify::new(),
-            status_shown: AtomicBool::new(false),
-            spinner: Mutex::new(None),
+            status: StatusLine::new(in_place, crate::output::is_terminal()),
             asks: AtomicBool::new(false),
         })
     }
@@ -150,15 +158,23 @@ impl Renderer {
     /// terminal one line on stderr that the next one replaces and the next output clears;
     /// elsewhere a plain line.
     pub fn notice(&self, line: &str) {
-        let line = SafeText::plain(line);
-        let in_place = self.draws_in_place();
-        let mut err = std::io::stderr().lock();
-        if in_place {
-            let _ = write!(err, "\r\x1b[2Kdsh · {line}");
-            self.status_shown.store(true, Ordering::SeqCst);
+        let line = format!("dsh · {}", SafeText::plain(line));
+        if self.status.enabled() {
+            self.status.say(&line);
         } else {
-            let _ = writeln!(err, "dsh · {line}");
+            let _ = self
+                .status
+                .write(Stream::Stderr, format!("{line}\n").as_bytes());
         }
+    }
+
+    /// Says `line` (dsh's own words, safe to show) on stderr, on a line of its own: the
+    /// status comes off first and goes back after.
+    pub fn interject(&self, line: &str) {
+        self.status.break_line();
+        let _ = self
+            .status
+            .write(Stream::Stderr, format!("{line}\n").as_bytes());
     }
 
     /// Shows bash calls as running only once [`Renderer::allowed`] says so.
@@ -166,10 +182,14 @@ impl Renderer {
         self.asks.store(true, Ordering::SeqCst);
     }
 
-    /// The user allowed call `call_id`: it is shown as running now.
+    /// The user allowed call `call_id`: it is shown as running now, and its time counts from
+    /// now (not from before the question).
     pub fn allowed(&self, call_id: &str) {
         let (waiting, name) = {
             let mut state = self.state.lock();
+            if let Some((started, _)) = state.calls.get_mut(call_id) {
+                *started = now_ms();
+            }
             let waiting = state.asked.remove(call_id);
             if waiting.is_none() {
                 // Its question showed what it changes: the result need not again.
@@ -193,83 +213,34 @@ impl Renderer {
         }
     }
 
-    /// Whether status lines are drawn and redrawn in place: a human view, stderr on a
-    /// terminal that is not `dumb`, and not a stored transcript.
-    fn draws_in_place(&self) -> bool {
-        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
-        matches!(self.view, View::Human { .. })
-            && !self.transcript
-            && !dumb
-            && std::io::stderr().is_terminal()
-    }
-
-    /// Clears a status line still on the terminal.
-    fn clear_status(&self) {
-        if self.status_shown.swap(false, Ordering::SeqCst) {
-            let _ = std::io::stderr().lock().write_all(b"\r\x1b[2K");
-        }
-    }
-
-    /// Starts the spinner of a running call: `label` (already safe to show) is `$ command`
-    /// for a command, `▸ tool` for another tool.
+    /// Starts the spinner of what the run waits for: `label` (already safe to show) is
+    /// `$ command` for a command, `▸ tool` for another tool, or what the model is doing.
     fn spin(&self, label: &str) {
-        if !self.draws_in_place() {
-            return;
-        }
-        let first = label.lines().next().unwrap_or_default();
-        let mut shown: String = first.chars().take(62).collect();
-        if shown.len() < label.trim_end().len() {
-            shown.push('…');
-        }
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} · {msg}") {
-            bar.set_style(style);
-        }
-        bar.set_message(shown);
-        bar.enable_steady_tick(std::time::Duration::from_millis(100));
-        if let Some(old) = self.spinner.lock().replace(bar) {
-            old.finish_and_clear();
-        }
+        self.status.spin(&first_line(label));
     }
 
-    /// Removes a running command's spinner from the terminal.
+    /// Removes the status (a spinner, a notice) from the terminal before something else is
+    /// said there: a question, the end of the run.
     pub fn stop_spinner(&self) {
-        if let Some(bar) = self.spinner.lock().take() {
-            bar.finish_and_clear();
-        }
-    }
-
-    /// Runs `write` with the spinner (if any) lifted off the terminal, so text never lands
-    /// inside its line.
-    fn around_spinner(&self, write: impl FnOnce()) {
-        let bar = self.spinner.lock().clone();
-        match bar {
-            Some(bar) => bar.suspend(write),
-            None => write(),
-        }
+        self.status.hide();
+        self.status.break_line();
     }
 
     /// Writes to stdout; a closed stdout is remembered and announced once.
     pub fn out(&self, bytes: &[u8]) {
-        self.clear_status();
         if self.stdout_closed.load(Ordering::SeqCst) {
             return;
         }
-        let mut failed = false;
-        self.around_spinner(|| failed = crate::output::write(bytes).is_err());
-        if failed {
+        if self.status.write(Stream::Stdout, bytes).is_err() {
             self.stdout_closed.store(true, Ordering::SeqCst);
             self.closed.notify_one();
         }
     }
 
     fn side(&self, bytes: &[u8]) {
-        self.clear_status();
         match self.view {
             View::Human { split: true, .. } => {
-                self.around_spinner(|| {
-                    let _ = std::io::stderr().lock().write_all(bytes);
-                });
+                let _ = self.status.write(Stream::Stderr, bytes);
             }
             View::Human { split: false, .. } | View::Json => self.out(bytes),
         }
@@ -301,6 +272,8 @@ impl Renderer {
                 chunk: Chunk::ReasoningDelta(text),
                 ..
             }) => {
+                // The model's own words say it is working.
+                self.status.hide();
                 if !state.in_reasoning {
                     state.in_reasoning = true;
                     if !state.at_line_start {
@@ -318,6 +291,7 @@ impl Renderer {
                 chunk: Chunk::TextDelta(text),
                 ..
             }) => {
+                self.status.hide();
                 self.end_reasoning(&mut state, color);
                 let text = state.text.push(text.as_bytes());
                 self.out(text.as_bytes());
@@ -326,6 +300,7 @@ impl Renderer {
                 }
             }
             Record::AssistantMessage(answer) => {
+                self.status.hide();
                 self.end_reasoning(&mut state, color);
                 // The streams are plain text (no colour kept), so ending them emits nothing.
                 state.text.finish();
@@ -337,7 +312,10 @@ impl Renderer {
                 }
             }
             Record::ToolCall(call) => {
+                self.status.hide();
                 self.end_reasoning(&mut state, color);
+                // The model chose the name: it is shown only made safe.
+                let name = SafeText::plain(&call.name);
                 let (line, command) = match serde_json::from_str::<Value>(&call.arguments) {
                     Ok(args) if call.name == "bash" => {
                         let command =
@@ -369,15 +347,15 @@ impl Renderer {
                         };
                         let what = SafeText::plain(&what);
                         let line = match color {
-                            true => {
-                                format!("\x1b[1;36m▸\x1b[0m {} \x1b[1m{what}\x1b[0m\n", call.name)
-                            }
-                            false => format!("▸ {} {what}\n", call.name),
+                            true => format!("\x1b[1;36m▸\x1b[0m {name} \x1b[1m{what}\x1b[0m\n"),
+                            false => format!("▸ {name} {what}\n"),
                         };
                         (line, None)
                     }
+                    // The plan is shown whole when it is recorded, right after the result.
+                    Ok(_) if call.name == PLAN_TOOL => (String::new(), None),
                     _ => (
-                        format!("▸ {} {}\n", call.name, SafeText::plain(&call.arguments)),
+                        format!("▸ {name} {}\n", SafeText::plain(&call.arguments)),
                         None,
                     ),
                 };
@@ -388,21 +366,30 @@ impl Renderer {
                     self.side(line.as_bytes());
                     match command {
                         Some(command) => self.spin(&format!("$ {command}")),
-                        None if spins(&call.name) => {
-                            self.spin(&format!("▸ {}", SafeText::plain(&call.name)));
-                        }
+                        None if spins(&call.name) => self.spin(&format!("▸ {name}")),
                         None => {}
                     }
                 }
                 state.calls.insert(call.call_id, (event.time, call.name));
             }
+            // A plan's result: the plan record that follows shows it, once.
+            Record::ToolResult(result)
+                if !result.is_error && Plan::of(result.meta.as_ref()).is_some() =>
+            {
+                self.status.hide();
+                state.calls.remove(&result.call_id);
+            }
             Record::ToolResult(result) => {
-                self.stop_spinner();
+                self.status.hide();
                 // Declined or cancelled before an answer: it never ran, and its ending says so.
                 state.asked.remove(&result.call_id);
                 let started = state.calls.remove(&result.call_id).map(|(time, _)| time);
                 let live = state.live.remove(&result.call_id);
                 let mut text = String::new();
+                // A plan that was refused: its call was not shown, its failure says whose.
+                if result.name == PLAN_TOOL {
+                    text.push_str("▸ todo\n");
+                }
                 let shown_live = match live {
                     Some(mut live) => {
                         text.push_str(&live.filter.finish());
@@ -465,7 +452,10 @@ impl Renderer {
                 self.out(line.as_bytes());
                 state.at_line_start = true;
             }
-            Record::Instructions(context) if !self.transcript => warn(&context.warnings),
+            Record::Instructions(context) if !self.transcript => {
+                warn(&context.warnings);
+                warn(&too_big(&context.text, state.tally.window));
+            }
             // The transcript keeps everything: the mark says where the model's history starts
             // again from a summary.
             Record::Compacted(compacted) => {
@@ -496,6 +486,8 @@ impl Renderer {
                 let text = plan_lines(&plan.entries, color);
                 self.side(text.as_bytes());
             }
+            // Nothing moves on the screen while the model reads the request and thinks.
+            Record::StepStart(_) if !self.transcript => self.spin("waiting for the model"),
             Record::UserMessage(_)
             | Record::TurnEnd(_)
             | Record::TurnStart(_)
@@ -505,6 +497,27 @@ impl Renderer {
             | Record::Title(_)
             | Record::ConfigChanged(_)
             | Record::Other => {}
+        }
+    }
+
+    /// The model streams tool calls, which show nothing else: the status says how far.
+    fn model_progress(&self, progress: &ModelProgressRecord) {
+        match self.view {
+            View::Human { .. } => {
+                let calls = count(progress.tool_calls as usize, "tool call", "tool calls");
+                let size = kilobytes(progress.argument_bytes);
+                self.status.relabel(&format!(
+                    "the model is writing {calls} · {size} · latest: {}",
+                    SafeText::plain(&progress.tool)
+                ));
+            }
+            View::Json => self.json_line(&json!({
+                "type": "progress",
+                "step": progress.step,
+                "tool_calls": progress.tool_calls,
+                "argument_bytes": progress.argument_bytes,
+                "tool": progress.tool,
+            })),
         }
     }
 
@@ -520,15 +533,23 @@ impl Renderer {
             shown: 0,
             cut: false,
             ends_line: true,
+            pending_return: false,
         });
         if live.cut {
             return;
         }
-        let mut text = live.filter.push(piece.output.as_bytes());
+        let in_place = self.status.enabled();
+        let mut text = returns(live, &piece.output, in_place);
         if live.shown + text.len() > LIVE_LIMIT {
             let mut keep = LIVE_LIMIT.saturating_sub(live.shown);
             while !text.is_char_boundary(keep) {
                 keep -= 1;
+            }
+            // Never inside dsh's own erase-line sequence.
+            if let Some(esc) = text[..keep].rfind('\x1b')
+                && keep - esc < "\x1b[2K".len()
+            {
+                keep = esc;
             }
             text.truncate(keep);
             text.push_str(&live.filter.finish());
@@ -539,14 +560,10 @@ impl Renderer {
         if !text.is_empty() {
             live.ends_line = text.ends_with('\n');
         }
-        let partial_line = !live.ends_line;
         drop(state);
+        // A line the command has not ended (a progress counter) keeps the status off until
+        // it does: the command's own output says enough.
         self.side(text.as_bytes());
-        if partial_line {
-            // The spinner redraws over the cursor's line: a line the command has not ended
-            // (a progress counter) would be wiped. The command's own output says enough.
-            self.stop_spinner();
-        }
     }
 
     /// Renders one stored event, as the live observer would have.
@@ -626,6 +643,7 @@ impl Renderer {
             }
             Record::Instructions(context) => {
                 warn(&context.warnings);
+                warn(&too_big(&context.text, self.state.lock().tally.window));
                 return;
             }
             Record::Plan(plan) => json!({
@@ -658,6 +676,29 @@ fn plan_lines(entries: &[PlanEntry], color: bool) -> String {
         text.push_str(&line);
         text.push('\n');
     }
+    text
+}
+
+/// A piece of a command's output made safe, with its carriage returns kept as what they
+/// mean: `\r\n` ends a line, and a lone `\r` (pip's, cargo's, curl's progress) goes back to
+/// the start of the line — on a terminal dsh erases the line for the next state (its own
+/// sequence, never the command's), elsewhere each state gets a line of its own.
+fn returns(live: &mut LiveCall, piece: &str, in_place: bool) -> String {
+    let mut text = String::new();
+    let mut rest = piece;
+    if std::mem::take(&mut live.pending_return) && !rest.starts_with('\n') {
+        text.push_str(if in_place { "\r\x1b[2K" } else { "\n" });
+    }
+    while let Some(at) = rest.find('\r') {
+        text.push_str(&live.filter.push(&rest.as_bytes()[..at]));
+        rest = &rest[at + 1..];
+        if rest.is_empty() {
+            live.pending_return = true;
+        } else if !rest.starts_with('\n') {
+            text.push_str(if in_place { "\r\x1b[2K" } else { "\n" });
+        }
+    }
+    text.push_str(&live.filter.push(rest.as_bytes()));
     text
 }
 
@@ -709,10 +750,14 @@ impl Ending {
 }
 
 /// Whether a tool other than bash shows the spinner while it runs: one with no output until
-/// it answers (an MCP server's, which may take a while); a file tool answers at once.
+/// it answers (an MCP server's, which may take a while); a file tool or the plan answers at
+/// once.
 fn spins(tool: &str) -> bool {
-    tool != "bash" && !FILE_TOOLS.contains(&tool)
+    tool != "bash" && tool != PLAN_TOOL && !FILE_TOOLS.contains(&tool)
 }
+
+/// The tool whose calls are shown as the plan they record.
+const PLAN_TOOL: &str = "todo";
 
 /// A result as shown under its `$ command` line: the output (unless it was shown live),
 /// without the tool's own status line when it has structured metadata, and how it ended.
@@ -806,7 +851,21 @@ impl SessionObserver for Renderer {
     fn on_ephemeral(&self, _session: &Session, note: &Ephemeral) {
         if let Some(piece) = ToolProgressRecord::decode(note) {
             self.progress(piece);
+        } else if let Some(progress) = ModelProgressRecord::decode(note) {
+            self.model_progress(&progress);
         }
+    }
+}
+
+/// A warning when the system message alone fills the context window: a window set too small
+/// (a local model's default), which every request would overflow.
+fn too_big(system: &str, window: Option<u64>) -> Vec<String> {
+    let tokens = system.len() as u64 / ContextUsage::BYTES_PER_TOKEN;
+    match window {
+        Some(window) if tokens >= window => vec![format!(
+            "the system message alone is ~{tokens} tokens, more than the context window of {window} tokens: set context_window (--context-window) to the model's real window"
+        )],
+        Some(_) | None => Vec::new(),
     }
 }
 
@@ -851,6 +910,33 @@ pub fn stderr_width() -> Option<usize> {
         .map(|(_, cols)| usize::from(cols))
 }
 
+/// The first line of `label`, cut to 62 characters with an ellipsis when anything was left
+/// out.
+fn first_line(label: &str) -> String {
+    let first = label.lines().next().unwrap_or_default();
+    let mut shown: String = first.chars().take(62).collect();
+    if shown.len() < label.trim_end().len() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// `n` bytes as people read them: `812 B`, `12.3 kB`, `1.2 MB`.
+fn kilobytes(n: u64) -> String {
+    match n {
+        0..=999 => format!("{n} B"),
+        1_000..=999_999 => format!("{:.1} kB", n as f64 / 1_000.0),
+        _ => format!("{:.1} MB", n as f64 / 1_000_000.0),
+    }
+}
+
+/// The time as the log stamps events: milliseconds since the epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod fit_tests {
     use super::fit;
@@ -876,5 +962,44 @@ mod fit_tests {
             "dsh · completed · 3 steps\n  saved: dsh sessions show 0123456789"
         );
         assert!(fitted.lines().next().unwrap().chars().count() <= 30);
+    }
+}
+
+#[cfg(test)]
+mod returns_tests {
+    use super::*;
+
+    fn live() -> LiveCall {
+        LiveCall {
+            filter: SafeText::new(false),
+            shown: 0,
+            cut: false,
+            ends_line: true,
+            pending_return: false,
+        }
+    }
+
+    #[test]
+    fn a_carriage_return_erases_the_line_on_a_terminal_and_breaks_it_elsewhere() {
+        // (pieces, on a terminal, elsewhere)
+        let cases: &[(&[&str], &str, &str)] = &[
+            (&["a\r\n"], "a\n", "a\n"),
+            (&["10%\r20%\r\n"], "10%\r\x1b[2K20%\n", "10%\n20%\n"),
+            // A return at a piece's end waits for the next piece to say what it was.
+            (&["a\r", "\nb"], "a\nb", "a\nb"),
+            (&["10%\r", "20%"], "10%\r\x1b[2K20%", "10%\n20%"),
+            // The command's own escape sequences are still removed.
+            (&["x\x1b]2;t\x07\ry"], "x\r\x1b[2Ky", "x\ny"),
+        ];
+        for (pieces, terminal, elsewhere) in cases {
+            for (in_place, want) in [(true, terminal), (false, elsewhere)] {
+                let mut call = live();
+                let got: String = pieces
+                    .iter()
+                    .map(|p| returns(&mut call, p, in_place))
+                    .collect();
+                assert_eq!(&got, want, "{pieces:?} in place: {in_place}");
+            }
+        }
     }
 }

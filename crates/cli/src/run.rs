@@ -25,7 +25,7 @@ use dsh_shell_local::LocalShellExecutor;
 use dsh_tools::{ApprovalGate, McpToolHost, PermissionMode};
 use serde_json::json;
 
-use crate::args::{ColorChoice, Global, Permission, RunArgs};
+use crate::args::{ColorChoice, Global, RunArgs};
 use crate::ask::TerminalGate;
 use crate::exit::{self, Failure};
 use crate::model;
@@ -74,17 +74,23 @@ pub fn report(failure: &Failure, view: View) -> u8 {
     failure.status
 }
 
-/// What `text` asks for when it names a slash command of this directory or the user's.
-fn slash_command(settings: &Settings, text: &str) -> Option<Invocation> {
+/// What `text` asks for when it names a slash command of this directory or the user's; a
+/// name that is no command is refused with those there are, never sent to the model.
+fn slash_command(settings: &Settings, text: &str) -> Result<Option<Invocation>, Failure> {
     if !text.trim_start().starts_with('/') {
-        return None;
+        return Ok(None);
     }
-    let cwd = std::env::current_dir().ok()?;
+    let Ok(cwd) = std::env::current_dir() else {
+        return Ok(None);
+    };
     let (commands, warnings) = Commands::discover(&cwd, settings.user_commands().as_deref());
     for warning in warnings {
         eprintln!("warning: {}", SafeText::plain(&warning));
     }
-    commands.invoke(text)
+    if let Some(unknown) = commands.unknown(text) {
+        return Err(Failure::usage(unknown));
+    }
+    Ok(commands.invoke(text))
 }
 
 /// Which session the turn goes to.
@@ -113,6 +119,7 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         global,
         CommandFlags {
             max_steps: args.max_steps,
+            run_permission: args.permission,
             ..CommandFlags::default()
         },
     )?;
@@ -135,7 +142,7 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
     };
     // A slash command: `/compact` is `--compact`; another is the prompt it expands to.
     let (prompt, compact) = match prompt {
-        Some(text) => match slash_command(&settings, &text) {
+        Some(text) => match slash_command(&settings, &text)? {
             Some(Invocation::Compact) => (None, true),
             Some(Invocation::Prompt(expanded)) => (Some(expanded), args.compact),
             None => (Some(text), args.compact),
@@ -157,13 +164,11 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
                 && std::env::var("TERM").map_or(true, |t| t != "dumb")
         }
     };
-    let approval = match args.permission {
-        Permission::Ask => Some(Arc::new(TerminalGate::new(PermissionMode::Ask, colour))),
-        Permission::AcceptEdits => Some(Arc::new(TerminalGate::new(
-            PermissionMode::AcceptEdits,
-            colour,
-        ))),
-        Permission::Allow => None,
+    let approval = match settings.permission.value {
+        PermissionMode::Allow => None,
+        mode @ (PermissionMode::Ask | PermissionMode::AcceptEdits) => {
+            Some(Arc::new(TerminalGate::new(mode, colour)))
+        }
     };
     Ok(Prepared {
         settings,
@@ -369,7 +374,8 @@ async fn wait(
             quit = signals.next() => match quit {
                 Quit::Interrupt if *interrupts == 0 => {
                     *interrupts += 1;
-                    eprintln!("^C cancelling… (Ctrl-C again to quit now)");
+                    // The terminal echoed `^C` where the cursor was; the line is said whole.
+                    renderer.interject("^C cancelling… (Ctrl-C again to quit now)");
                     agent.cancel(CancelCause::User);
                 }
                 Quit::Interrupt | Quit::Terminate | Quit::Hangup => {
@@ -651,6 +657,7 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
             "type": "turn_end",
             "turn": turn,
             "reason": reason.kind(),
+            "answered": (tally.steps > 0).then_some(tally.answered),
             "steps": steps,
             "usage": {"input_tokens": input, "output_tokens": output, "cache_hit_tokens": cache},
         });
@@ -667,15 +674,27 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
         }
         renderer.json_line(&line);
     }
-    let reason_words = reason_text(&reason);
+    // A model that stopped after saying nothing (every call failed, then an empty message)
+    // did not complete the task: a script must be able to tell.
+    // A compaction alone asks the model for no answer.
+    let unanswered =
+        matches!(reason, TurnEndReason::Completed) && tally.steps > 0 && !tally.answered;
+    let reason_words = match unanswered {
+        true => "ended without an answer".to_owned(),
+        false => reason_text(&reason),
+    };
     let colour = matches!(view, View::Human { color: true, .. });
     let reason_words = match (&reason, colour) {
         (_, false) => reason_words,
+        (TurnEndReason::Completed, true) if unanswered => {
+            format!("\x1b[33m{reason_words}\x1b[0m")
+        }
         (TurnEndReason::Completed, true) => format!("\x1b[32m{reason_words}\x1b[0m"),
         (TurnEndReason::Error { .. }, true) => format!("\x1b[31m{reason_words}\x1b[0m"),
         (_, true) => format!("\x1b[33m{reason_words}\x1b[0m"),
     };
-    let mut footer = vec!["dsh".to_owned(), reason_words, format!("{steps} steps")];
+    let steps = dsh_tools::words::count(steps as usize, "step", "steps");
+    let mut footer = vec!["dsh".to_owned(), reason_words, steps];
     footer.extend(tally.footer());
     footer.push(format!("saved: dsh sessions show {id}"));
     eprintln!("{}", fit(&footer, stderr_width()));

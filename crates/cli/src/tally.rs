@@ -26,12 +26,16 @@ pub struct Tally {
     /// The model's prices, when configured, and what the run's calls cost at them.
     pub prices: Option<Prices>,
     pub spent: f64,
+    /// The last finished call said something a person can read: a turn that ends otherwise
+    /// ended without an answer.
+    pub answered: bool,
 }
 
 impl Tally {
     /// Adds one finished model call.
     pub fn count(&mut self, answer: &AssistantMessageRecord) {
         self.steps += 1;
+        self.answered = !answer.message.content.trim().is_empty();
         self.add(answer.usage.as_ref());
         if answer.context.is_some() {
             self.context = answer.context;
@@ -73,9 +77,17 @@ impl Tally {
         let mut parts = Vec::new();
         if let Some(context) = &self.context {
             let approx = if context.estimated { "~" } else { "" };
-            let percent = context.used.saturating_mul(100) / context.window.max(1);
+            // Past 100 % the window is wrong, not the context: a percentage would mislead.
+            let share = if context.used <= context.window {
+                format!(
+                    "{}%",
+                    context.used.saturating_mul(100) / context.window.max(1)
+                )
+            } else {
+                "over the window".to_owned()
+            };
             parts.push(format!(
-                "context {approx}{}/{} ({percent}%)",
+                "context {approx}{}/{} ({share})",
                 tokens(context.used),
                 tokens(context.window)
             ));

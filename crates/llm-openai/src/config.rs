@@ -72,7 +72,10 @@ pub struct OpenAiConfig {
     pub extra_headers: Vec<(String, String)>,
     /// TCP and TLS establishment.
     pub connect_timeout: Duration,
-    /// The longest gap between received bytes, header wait included.
+    /// The longest wait for the first byte of an answer (its headers and first chunk): a
+    /// local model reads a long prompt before it says anything, and a thinking model may too.
+    pub first_byte_timeout: Duration,
+    /// The longest gap between received bytes once the answer started.
     pub idle_timeout: Duration,
     /// Retries.
     pub retry: RetryPolicy,
@@ -97,6 +100,7 @@ impl OpenAiConfig {
             api_key,
             extra_headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: Duration::from_secs(300),
             idle_timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
             send_reasoning_content: true,
@@ -177,7 +181,10 @@ pub(crate) fn validate(config: &OpenAiConfig) -> Result<Url, OpenAiConfigError> 
             return Err(OpenAiConfigError::InvalidHeader(name.clone()));
         }
     }
-    if config.connect_timeout.is_zero() || config.idle_timeout.is_zero() {
+    if config.connect_timeout.is_zero()
+        || config.idle_timeout.is_zero()
+        || config.first_byte_timeout.is_zero()
+    {
         return Err(OpenAiConfigError::ZeroTimeout);
     }
     match &config.api_key {

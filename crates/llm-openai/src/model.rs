@@ -174,32 +174,52 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     )
 }
 
-/// Yields the body's chunks, failing with `transport` when none arrives within `idle`.
+/// Yields the body's chunks, failing with `transport` when the first does not arrive within
+/// `first` or a later one within `idle`.
 fn with_idle_timeout(
     body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
+    first: Duration,
     idle: Duration,
     host: String,
 ) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
-    futures::stream::unfold((Box::pin(body), false), move |(mut body, failed)| {
-        let host = host.clone();
-        async move {
-            if failed {
-                return None;
-            }
-            match tokio::time::timeout(idle, body.next()).await {
-                Ok(Some(Ok(bytes))) => Some((Ok(bytes), (body, false))),
-                Ok(Some(Err(e))) => Some((Err(io::Error::other(e.to_string())), (body, true))),
-                Ok(None) => None,
-                Err(_) => Some((
-                    Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("no data from {host} for {} s", idle.as_secs_f64()),
+    futures::stream::unfold(
+        (Box::pin(body), false, true),
+        move |(mut body, failed, waiting)| {
+            let host = host.clone();
+            async move {
+                if failed {
+                    return None;
+                }
+                let limit = if waiting { first } else { idle };
+                match tokio::time::timeout(limit, body.next()).await {
+                    Ok(Some(Ok(bytes))) => Some((Ok(bytes), (body, false, false))),
+                    Ok(Some(Err(e))) => {
+                        Some((Err(io::Error::other(e.to_string())), (body, true, false)))
+                    }
+                    Ok(None) => None,
+                    Err(_) => Some((
+                        Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            silence(&host, limit, waiting),
+                        )),
+                        (body, true, false),
                     )),
-                    (body, true),
-                )),
+                }
             }
-        }
-    })
+        },
+    )
+}
+
+/// How a timeout is told: the wait for the first byte has its own setting.
+fn silence(host: &str, limit: Duration, first: bool) -> String {
+    let secs = limit.as_secs_f64();
+    if first {
+        format!(
+            "no answer from {host} within {secs} s of the request (http.first_byte_timeout_secs)"
+        )
+    } else {
+        format!("no data from {host} for {secs} s (http.idle_timeout_secs)")
+    }
 }
 
 impl Inner {
@@ -240,16 +260,13 @@ impl Inner {
             .body(body)
             .send();
         let response = tokio::select! {
-            r = tokio::time::timeout(self.config.idle_timeout, send) => r,
+            r = tokio::time::timeout(self.config.first_byte_timeout, send) => r,
             _ = cancel.cancelled() => return Err(Attempt { error: ModelError::cancelled(), retry: false }),
         };
         let response = match response {
             Err(_) => {
                 return Err(Attempt {
-                    error: transport(format!(
-                        "no data from {host} for {} s",
-                        self.config.idle_timeout.as_secs_f64()
-                    )),
+                    error: transport(silence(&host, self.config.first_byte_timeout, true)),
                     retry: true,
                 });
             }
@@ -351,7 +368,12 @@ impl Inner {
             let retry = matches!(kind, ModelErrorKind::RateLimited | ModelErrorKind::Server);
             return Err(Attempt { error, retry });
         }
-        let bytes = with_idle_timeout(response.bytes_stream(), self.config.idle_timeout, host);
+        let bytes = with_idle_timeout(
+            response.bytes_stream(),
+            self.config.first_byte_timeout,
+            self.config.idle_timeout,
+            host,
+        );
         let mut events = decode_body(bytes).boxed();
         let first = tokio::select! {
             item = events.next() => item,

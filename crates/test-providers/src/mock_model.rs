@@ -48,6 +48,8 @@ pub struct MockResponse {
     hang_before_headers: bool,
     close: bool,
     trailing_delay: Duration,
+    first_byte_delay: Duration,
+    held_by: Option<Arc<Notify>>,
 }
 
 impl MockResponse {
@@ -63,6 +65,8 @@ impl MockResponse {
             hang_before_headers: false,
             close: false,
             trailing_delay: Duration::ZERO,
+            first_byte_delay: Duration::ZERO,
+            held_by: None,
         }
     }
 
@@ -156,6 +160,20 @@ impl MockResponse {
     /// Waits before the body's final (empty) chunk, after everything else was written.
     pub fn trailing_delay(mut self, delay: Duration) -> MockResponse {
         self.trailing_delay = delay;
+        self
+    }
+
+    /// Sends the headers at once, then waits before the body's first write: a server reading
+    /// a long prompt.
+    pub fn first_byte_delay(mut self, delay: Duration) -> MockResponse {
+        self.first_byte_delay = delay;
+        self
+    }
+
+    /// Answers only once `release` is notified (`notify_one`, before or after the request
+    /// arrives): a model that takes as long as the test needs.
+    pub fn held_by(mut self, release: Arc<Notify>) -> MockResponse {
+        self.held_by = Some(release);
         self
     }
 
@@ -449,6 +467,9 @@ async fn respond(stream: &mut TcpStream, response: &MockResponse) -> After {
     if response.hang_before_headers {
         return After::Hanging;
     }
+    if let Some(release) = &response.held_by {
+        release.notified().await;
+    }
     let connection = if response.close {
         "close"
     } else {
@@ -471,6 +492,10 @@ async fn respond(stream: &mut TcpStream, response: &MockResponse) -> After {
         Split::Every(n) => body.chunks(n.max(1)).collect(),
         Split::PerLine => body.split_inclusive(|b| *b == b'\n').collect(),
     };
+    if !response.first_byte_delay.is_zero() {
+        let _ = stream.flush().await;
+        tokio::time::sleep(response.first_byte_delay).await;
+    }
     for (i, piece) in pieces.iter().enumerate() {
         if i > 0 && !response.delay_between.is_zero() {
             tokio::time::sleep(response.delay_between).await;

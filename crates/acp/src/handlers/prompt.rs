@@ -45,7 +45,11 @@ pub(crate) fn prompt(
         resources: resources.clone(),
         ..UserMessage::user(text)
     };
-    // A slash command: `/compact` is a compaction turn; another is the prompt it expands to.
+    // A slash command: `/compact` is a compaction turn; another is the prompt it expands to;
+    // a name that is no command is refused with those there are, never sent to the model.
+    if let Some(unknown) = record.commands.unknown(&text) {
+        return reply.send(Err(RpcError::new(code::INVALID_PARAMS, unknown)));
+    }
     let work = match record.commands.invoke(&text) {
         Some(Invocation::Compact) => Work::Compact(MessageId::mint()),
         Some(Invocation::Prompt(expanded)) => Work::Say(said(expanded)),

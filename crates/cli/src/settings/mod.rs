@@ -17,7 +17,7 @@ use dsh_acp::PermissionMode;
 use dsh_llm::ReasoningEffort;
 use dsh_llm_openai::MaxTokensField;
 
-use crate::args::{AcpPermission, Global, Reasoning};
+use crate::args::{AcpPermission, Global, Permission, Reasoning};
 use crate::exit::Failure;
 
 pub use table::{KEYS, Key, Kind};
@@ -60,10 +60,12 @@ pub struct Resolved {
 /// The flags of the command being run that set a setting (besides the global ones).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CommandFlags {
-    /// `dsh run --max-steps`.
+    /// `dsh run --max-steps`, `dsh acp --max-steps`.
     pub max_steps: Option<u32>,
     /// `dsh acp --permission`.
     pub acp_permission: Option<AcpPermission>,
+    /// `dsh run --permission`.
+    pub run_permission: Option<Permission>,
 }
 
 /// What every command runs with.
@@ -80,9 +82,16 @@ pub struct Settings {
     pub api_key_env: Set<String>,
     pub replay: Option<Set<String>>,
     pub reasoning: Set<Option<ReasoningEffort>>,
-    pub max_tokens: Set<Option<NonZeroU32>>,
+    /// The output limit sent with every request: the model's own when dsh knows it.
+    pub max_tokens: Set<NonZeroU32>,
     pub temperature: Set<Option<f32>>,
     pub max_steps: Set<Option<NonZeroU32>>,
+    /// Tool calls one step runs.
+    pub max_tool_calls: Set<NonZeroU32>,
+    /// `dsh run`'s permission mode.
+    pub permission: Set<PermissionMode>,
+    /// How long one `grep` or `glob` may search.
+    pub search_timeout: Set<Duration>,
     /// The model's context window in tokens.
     pub context_window: Set<NonZeroU64>,
     /// The share of the window at which a session compacts; 0 never.
@@ -90,6 +99,7 @@ pub struct Settings {
     /// Tokens of recent tool output requests keep whole; 0 keeps all.
     pub keep_tool_output: Set<u64>,
     pub connect_timeout: Set<Duration>,
+    pub first_byte_timeout: Set<Duration>,
     pub idle_timeout: Set<Duration>,
     pub max_retries: Set<u32>,
     pub send_reasoning_content: Set<bool>,
@@ -137,13 +147,17 @@ impl Settings {
             api_key_env: typed.get("api_key_env", |t| Some(t.to_owned()))?,
             replay: typed.optional("replay", |t| Some(t.to_owned()))?,
             reasoning: typed.get("reasoning", |t| Some(effort(t)))?,
-            max_tokens: typed.get_or_unset("max_tokens", |t| t.parse().ok())?,
+            max_tokens: typed.get("max_tokens", |t| t.parse().ok())?,
             temperature: typed.get_or_unset("temperature", |t| t.parse().ok())?,
             max_steps: typed.get_or_unset("max_steps", |t| t.parse().ok())?,
+            max_tool_calls: typed.get("max_tool_calls", |t| t.parse().ok())?,
+            permission: typed.get("permission", |t| t.parse::<PermissionMode>().ok())?,
+            search_timeout: typed.get("search_timeout_secs", secs)?,
             context_window: typed.get("context_window", |t| t.parse().ok())?,
             compact_at: typed.get("compact_at", |t| t.parse().ok())?,
             keep_tool_output: typed.get("keep_tool_output", |t| t.parse().ok())?,
             connect_timeout: typed.get("http.connect_timeout_secs", secs)?,
+            first_byte_timeout: typed.get("http.first_byte_timeout_secs", secs)?,
             idle_timeout: typed.get("http.idle_timeout_secs", secs)?,
             max_retries: typed.get("http.max_retries", |t| t.parse().ok())?,
             send_reasoning_content: typed.get("http.send_reasoning_content", |t| t.parse().ok())?,
@@ -206,7 +220,7 @@ fn pick(
         source,
     };
     if let Some(flag) = key.flag
-        && let Some(text) = flag_text(flag, global, flags)?
+        && let Some(text) = flag_text(key.name, flag, global, flags)?
     {
         key.kind
             .check(&text)
@@ -254,13 +268,19 @@ fn pick(
     })
 }
 
-/// The text clap parsed for `flag`, when it was given.
-fn flag_text(flag: &str, global: &Global, flags: CommandFlags) -> Result<Option<String>, Failure> {
+/// The text clap parsed for `flag` of the setting `name`, when it was given.
+fn flag_text(
+    name: &str,
+    flag: &str,
+    global: &Global,
+    flags: CommandFlags,
+) -> Result<Option<String>, Failure> {
     Ok(match flag {
         "--model" => global.model.clone(),
         "--base-url" => global.base_url.clone(),
         "--reasoning" => global.reasoning.map(|r| level(r).to_owned()),
         "--max-tokens" => global.max_tokens.map(|n| n.to_string()),
+        "--temperature" => global.temperature.map(|t| t.to_string()),
         "--max-steps" => flags.max_steps.map(|n| n.to_string()),
         "--context-window" => global.context_window.map(|n| n.to_string()),
         "--replay" => global.replay.clone(),
@@ -274,6 +294,15 @@ fn flag_text(flag: &str, global: &Global, flags: CommandFlags) -> Result<Option<
             })?),
         },
         "--no-project-instructions" => global.no_project_instructions.then(|| "false".to_owned()),
+        // Two commands spell the flag alike, each for its own setting.
+        "--permission" if name == "permission" => flags.run_permission.map(|p| {
+            match p {
+                Permission::Ask => "ask",
+                Permission::AcceptEdits => "accept-edits",
+                Permission::Allow => "allow",
+            }
+            .to_owned()
+        }),
         "--permission" => flags.acp_permission.map(|p| {
             match p {
                 AcpPermission::Ask => "ask",
@@ -316,6 +345,9 @@ fn derive_defaults(resolved: &mut [Resolved]) -> Result<(), Failure> {
             "api_key_env" if is_deepseek(&base_url) => "DEEPSEEK_API_KEY".to_owned(),
             "api_key_env" => "DSH_API_KEY".to_owned(),
             "context_window" => crate::window::default_window(&model).to_string(),
+            "max_tokens" => crate::window::default_max_tokens(&model).to_string(),
+            // The field DeepSeek's thinking mode needs; another server may refuse it.
+            "http.send_reasoning_content" => is_deepseek(&base_url).to_string(),
             other => {
                 return Err(Failure::internal(format!("no derived default for {other}")));
             }
@@ -490,6 +522,8 @@ mod tests {
             "low",
             "--max-tokens",
             "7",
+            "--temperature",
+            "0.2",
             "--context-window",
             "50000",
             "--replay",
@@ -504,10 +538,11 @@ mod tests {
         let flags = CommandFlags {
             max_steps: Some(3),
             acp_permission: Some(AcpPermission::Allow),
+            run_permission: Some(Permission::Ask),
         };
         for key in KEYS {
             if let Some(flag) = key.flag {
-                let text = flag_text(flag, &cli.global, flags).unwrap();
+                let text = flag_text(key.name, flag, &cli.global, flags).unwrap();
                 let text = text.unwrap_or_else(|| panic!("{flag} was given"));
                 assert_eq!(key.kind.check(&text), Ok(()), "{flag} {text:?}");
             }

@@ -73,6 +73,7 @@ const fn not_in_file(mut key: Key) -> Key {
 
 const TEXT: Kind = Kind::Text { empty_ok: false };
 const LEVELS: &[&str] = &["default", "off", "low", "medium", "high", "max"];
+const PERMISSIONS: &[&str] = &["ask", "accept-edits", "allow"];
 
 /// Every setting, in the order `dsh config` shows them. One row a setting: kept on one line
 /// each (not as rustfmt would spread them), so the table reads as a table.
@@ -83,9 +84,12 @@ pub const KEYS: &[Key] = &[
     // `""` declares a server that needs no key, so empty text is a value here.
     env(key("api_key_env", Kind::Text { empty_ok: true }, Default::Derived), "DSH_API_KEY_ENV"),
     env(flag(key("reasoning", Kind::Choice(LEVELS), Default::Is("default")), "--reasoning"), "DSH_REASONING"),
-    env(flag(key("max_tokens", Kind::Int { min: 1, max: u32::MAX as u64 }, Default::Unset), "--max-tokens"), "DSH_MAX_TOKENS"),
-    env(key("temperature", Kind::Float { min: 0.0, max: 2.0 }, Default::Unset), "DSH_TEMPERATURE"),
+    env(flag(key("max_tokens", Kind::Int { min: 1, max: u32::MAX as u64 }, Default::Derived), "--max-tokens"), "DSH_MAX_TOKENS"),
+    env(flag(key("temperature", Kind::Float { min: 0.0, max: 2.0 }, Default::Unset), "--temperature"), "DSH_TEMPERATURE"),
     env(flag(key("max_steps", Kind::Int { min: 1, max: 10_000 }, Default::Unset), "--max-steps"), "DSH_MAX_STEPS"),
+    env(key("max_tool_calls", Kind::Int { min: 1, max: 1000 }, Default::Is("16")), "DSH_MAX_TOOL_CALLS"),
+    env(flag(key("permission", Kind::Choice(PERMISSIONS), Default::Is("allow")), "--permission"), "DSH_PERMISSION"),
+    env(key("search_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("30")), "DSH_SEARCH_TIMEOUT_SECS"),
     env(key("compact_at", Kind::Float { min: 0.0, max: 1.0 }, Default::Is("0.8")), "DSH_COMPACT_AT"),
     env(key("keep_tool_output", Kind::Int { min: 0, max: 100_000_000 }, Default::Is("40000")), "DSH_KEEP_TOOL_OUTPUT"),
     env(flag(key("context_window", Kind::Int { min: 1024, max: 100_000_000 }, Default::Derived), "--context-window"), "DSH_CONTEXT_WINDOW"),
@@ -98,11 +102,12 @@ pub const KEYS: &[Key] = &[
     env(key("price.output", Kind::Float { min: 0.0, max: 1_000_000.0 }, Default::Unset), "DSH_PRICE_OUTPUT"),
     env(key("price.currency", TEXT, Default::Is("USD")), "DSH_PRICE_CURRENCY"),
     key("http.connect_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("10")),
+    key("http.first_byte_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("300")),
     key("http.idle_timeout_secs", Kind::Int { min: 1, max: 3600 }, Default::Is("120")),
     key("http.max_retries", Kind::Int { min: 0, max: 10 }, Default::Is("4")),
-    key("http.send_reasoning_content", Kind::Bool, Default::Is("true")),
+    key("http.send_reasoning_content", Kind::Bool, Default::Derived),
     key("http.max_tokens_field", Kind::Choice(&["max_tokens", "max_completion_tokens"]), Default::Is("max_tokens")),
-    flag(key("acp.permission", Kind::Choice(&["ask", "accept-edits", "allow"]), Default::Is("ask")), "--permission"),
+    flag(key("acp.permission", Kind::Choice(PERMISSIONS), Default::Is("ask")), "--permission"),
     key("acp.max_line_bytes", Kind::Int { min: 1024, max: 1 << 30 }, Default::Is("33554432")),
     key("acp.cancel_grace_ms", Kind::Int { min: 1, max: 600_000 }, Default::Is("5000")),
     key("acp.teardown_deadline_ms", Kind::Int { min: 1, max: 600_000 }, Default::Is("10000")),

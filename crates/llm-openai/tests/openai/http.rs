@@ -186,6 +186,7 @@ async fn hangs_before_headers_are_retried_but_not_after_the_first_event() {
     .await;
     let mut c = config(&server);
     c.idle_timeout = Duration::from_millis(200);
+    c.first_byte_timeout = Duration::from_millis(200);
     let model = OpenAiModel::new(c.clone()).unwrap();
     run(&model, CancellationToken::new()).await.unwrap();
     assert_eq!(server.requests().len(), 3);
@@ -632,4 +633,41 @@ async fn each_retry_is_announced_on_the_plugin_s_event_bus() {
     );
     assert_eq!(seen[0].session_id, request().session_id);
     runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_first_byte_has_its_own_longer_wait_and_its_own_message() {
+    // A local model reading a long prompt: headers at once, the first event after a while
+    // longer than the idle wait between chunks.
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_fixture("text_basic").first_byte_delay(Duration::from_millis(600)),
+    ])
+    .await;
+    let mut c = config(&server);
+    c.idle_timeout = Duration::from_millis(200);
+    c.first_byte_timeout = Duration::from_secs(20);
+    let model = OpenAiModel::new(c.clone()).unwrap();
+    let items = run(&model, CancellationToken::new()).await.unwrap();
+    assert_eq!(items[0], Ok(ModelEvent::TextDelta("Hello".into())));
+    assert_eq!(server.requests().len(), 1, "nothing was retried");
+
+    let server = MockModelServer::start(vec![
+        MockResponse::sse_fixture("text_basic").hang_before_headers(),
+        MockResponse::sse_fixture("text_basic").hang_before_headers(),
+        MockResponse::sse_fixture("text_basic").hang_before_headers(),
+    ])
+    .await;
+    c.base_url = format!("{}/v1", server.base_url());
+    c.first_byte_timeout = Duration::from_millis(200);
+    c.idle_timeout = Duration::from_secs(20);
+    let model = OpenAiModel::new(c).unwrap();
+    let err = match model.stream(request(), CancellationToken::new()).await {
+        Err(err) => err,
+        Ok(_) => panic!("a server that never answers fails the call"),
+    };
+    assert_eq!(err.kind, ModelErrorKind::Transport);
+    assert!(
+        err.message.contains("http.first_byte_timeout_secs"),
+        "{err}"
+    );
 }
