@@ -136,3 +136,49 @@ async fn a_cancelled_command_s_output_is_in_its_final_update() {
     acp.finish();
     all_gone(&m).await;
 }
+
+#[test]
+fn a_client_without_cards_gets_a_bounded_tail_while_it_runs_and_everything_at_the_end() {
+    let sandbox = Sandbox::new();
+    let gate = sandbox.root.path().join("gate");
+    fifo(&gate);
+    let command = format!(
+        "for i in $(seq 1 150); do echo \"line $i of the build's long output, padded out\"; done; cat {}; echo last line",
+        gate.display()
+    );
+    let script = sandbox.script(
+        "long",
+        json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": command}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let prompt = acp.prompt(&session, "go");
+    acp.until("the tail of the output", |f| {
+        f["params"]["update"]["content"][0]["content"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("line 150 of"))
+    });
+    std::fs::write(&gate, b"").unwrap();
+    let (response, frames) = acp.response(&prompt);
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    let updates = updates_of(&frames);
+    let running: Vec<&str> = updates
+        .iter()
+        .filter(|u| u["status"].is_null())
+        .filter_map(|u| u["content"][0]["content"]["text"].as_str())
+        .collect();
+    for text in &running {
+        assert!(text.len() < 3 * 1024, "{} bytes in one update", text.len());
+    }
+    let done = updates.iter().find(|u| u["status"] == "completed").unwrap();
+    let text = done["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("line 1 of the build") && text.contains("last line"),
+        "the whole output once, at the end: {text}"
+    );
+    acp.finish();
+}

@@ -37,9 +37,10 @@ use parts::{
     present_result, shown, thought, tool_kind,
 };
 
-/// How much output a client without cards is shown while a call runs; the result shows the
-/// rest.
-const LIVE_CONTENT_LIMIT: usize = 64 * 1024;
+/// How much of a running call's output a client without cards is shown: the tail. Each
+/// update replaces the call's content, so the whole output so far in every update would
+/// cost the wire the square of the output (11.7 KB became 364 KB); the result shows it all.
+const LIVE_TAIL: usize = 2 * 1024;
 
 /// Tool output placed in one update is cut here, far below the 32 MiB a client accepts per
 /// line, so a frame can never be dropped by the client for its size.
@@ -177,8 +178,10 @@ struct OpenCall {
     /// Output sent while the call ran: a card got it already, so its final update must not
     /// append it again.
     streamed: bool,
-    /// For a client without cards: the output so far, shown as the call's content.
+    /// For a client without cards: the tail of the output so far, shown as the call's
+    /// content, and how many bytes before it are not.
     live: String,
+    live_dropped: u64,
 }
 
 /// What a permission request repeats of an announced call.
@@ -383,13 +386,23 @@ impl Renderer {
                 "terminal_output": {"terminal_id": id, "data": piece.output}
             })))
         } else {
-            if call.live.len() < LIVE_CONTENT_LIMIT {
-                call.live.push_str(&piece.output);
+            call.live.push_str(&piece.output);
+            if call.live.len() > LIVE_TAIL {
+                let mut cut = call.live.len() - LIVE_TAIL;
+                while !call.live.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                call.live.drain(..cut);
+                call.live_dropped += cut as u64;
             }
+            let shown = match call.live_dropped {
+                0 => call.live.clone(),
+                n => format!("[… {n} earlier bytes; all of it when the command ends …]\n{}", call.live),
+            };
             ToolCallUpdate::new(
                 tool_call_id,
                 ToolCallUpdateFields::new()
-                    .content(vec![ToolCallContent::from(console(&call.live, None, None))]),
+                    .content(vec![ToolCallContent::from(console(&shown, None, None))]),
             )
         };
         vec![SessionUpdate::ToolCallUpdate(update)]
@@ -528,6 +541,7 @@ impl Renderer {
                 pending: status == ToolCallStatus::Pending,
                 streamed: false,
                 live: String::new(),
+                live_dropped: 0,
             },
         );
         SessionUpdate::ToolCall(announcement)
