@@ -104,3 +104,66 @@ fn dsh_acp_takes_a_step_limit() {
     );
     acp.finish();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuing_a_session_goes_back_to_its_server_and_model() {
+    let server = MockModelServer::start(vec![
+        MockResponse::text("first answer"),
+        MockResponse::text("second answer"),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    let base = server.base_url();
+    let mut first = sandbox.dsh([
+        "--base-url",
+        &base,
+        "--model",
+        "local-model",
+        "run",
+        "first",
+    ]);
+    first.env("DSH_API_KEY_ENV", "");
+    let out = tokio::task::spawn_blocking(move || first.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // No flag names the server or the model this time.
+    let mut again = sandbox.dsh(["run", "-c", "second"]);
+    again.env("DSH_API_KEY_ENV", "");
+    let out = tokio::task::spawn_blocking(move || again.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&out.stdout).trim(), "second answer");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{stderr}");
+    assert_eq!(requests[1].json()["model"], "local-model");
+    assert!(
+        stderr.contains("session") && stderr.contains("(resumed)"),
+        "{stderr}"
+    );
+    assert_eq!(sandbox.logs().len(), 1, "one session, continued");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_the_default_model_is_refused_before_a_request_with_its_list() {
+    let server = MockModelServer::start(Vec::new()).await;
+    server.serve_models(&["qwen2.5-coder", "llama3"]);
+    let sandbox = Sandbox::new();
+    let base = server.base_url();
+    let mut command = sandbox.dsh(["--base-url", &base, "run", "hello"]);
+    command.env("DSH_API_KEY_ENV", "");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert!(
+        stderr.contains("does not offer the model deepseek-flash")
+            && stderr.contains("llama3, qwen2.5-coder"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "no chat request was sent");
+    assert!(sandbox.logs().is_empty(), "no session was stored");
+}

@@ -78,6 +78,9 @@ pub struct AcpConfig {
     /// The user's own slash commands (`$XDG_CONFIG_HOME/dsh/commands`), besides the
     /// project's `.dsh/commands`.
     pub commands_dir: Option<std::path::PathBuf>,
+    /// The model server's base URL (none for a scripted model), recorded with each session
+    /// so that a terminal continuing it goes back there.
+    pub server: Option<String>,
 }
 
 impl Default for AcpConfig {
@@ -93,6 +96,7 @@ impl Default for AcpConfig {
             auth_hint: None,
             prices: None,
             commands_dir: None,
+            server: None,
         }
     }
 }

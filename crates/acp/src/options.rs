@@ -169,6 +169,11 @@ impl Settings {
                 })?;
                 Ok((mode != self.mode).then_some(ConfigChange::Mode(mode)))
             }
+            // Not in `ALL`: no client can name it.
+            ConfigKey::Server => Err(RpcError::bad_field(
+                "configId",
+                "the server is not a session option",
+            )),
         }
     }
 
@@ -178,6 +183,9 @@ impl Settings {
             ConfigChange::Model(model) => self.model = model.clone(),
             ConfigChange::ThoughtLevel(level) => self.thought_level = Some(*level),
             ConfigChange::Mode(mode) => self.mode = *mode,
+            // The editor's connection has one server; a session's record of another changes
+            // no picker.
+            ConfigChange::Server(_) => {}
         }
     }
 }

@@ -397,7 +397,10 @@ impl Renderer {
             }
             let shown = match call.live_dropped {
                 0 => call.live.clone(),
-                n => format!("[… {n} earlier bytes; all of it when the command ends …]\n{}", call.live),
+                n => format!(
+                    "[… {n} earlier bytes; all of it when the command ends …]\n{}",
+                    call.live
+                ),
             };
             ToolCallUpdate::new(
                 tool_call_id,

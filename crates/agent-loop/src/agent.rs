@@ -89,6 +89,9 @@ impl LoopAgent {
                 .approval
                 .as_ref()
                 .map(|gate| gate.mode().as_str().to_owned()),
+            // The loop does not know where its model provider sends requests; only the front
+            // end that chose the server records it.
+            ConfigKey::Server => None,
         }
     }
 

@@ -190,6 +190,14 @@ impl Agent for LoopAgent {
                 reason: format!("{model:?} cannot be a model name"),
             });
         }
+        if let ConfigChange::Server(url) = &change
+            && (url.trim().is_empty() || url.len() > 2048 || url.chars().any(char::is_control))
+        {
+            return Err(AgentError::InvalidRequest {
+                field: "server".into(),
+                reason: format!("{url:?} cannot be a server's address"),
+            });
+        }
         // One change at a time, so each record's `old` is the value the one before left.
         let mut config = self.config.lock();
         let key = change.key();

@@ -1,5 +1,6 @@
 //! A session's settings that a person changes while it runs — the model, the reasoning level
-//! and the permission mode — and the `config/changed` record that makes each change durable.
+//! and the permission mode — and the server its requests went to, and the `config/changed`
+//! record that makes each change durable.
 //!
 //! A session starts from what the front end was configured with (flags, environment, config
 //! file); a change made later (an editor's picker, a command) is recorded, and a loaded or
@@ -24,10 +25,15 @@ pub enum ConfigKey {
     ThoughtLevel,
     /// The permission mode.
     Mode,
+    /// The model server (its base URL, never a key) the front end sent the session's
+    /// requests to: a session continued elsewhere goes back to it. Not a picker: a process
+    /// talks to one server, so only the front end that chose it records it.
+    Server,
 }
 
 impl ConfigKey {
-    /// Every key, in the order a front end shows them.
+    /// Every key a person picks, in the order a front end shows them ([`ConfigKey::Server`]
+    /// is not one).
     pub const ALL: [ConfigKey; 3] = [ConfigKey::Model, ConfigKey::ThoughtLevel, ConfigKey::Mode];
 
     /// The key's name, as ACP's config options and the log spell it.
@@ -36,6 +42,7 @@ impl ConfigKey {
             ConfigKey::Model => "model",
             ConfigKey::ThoughtLevel => "thought_level",
             ConfigKey::Mode => "mode",
+            ConfigKey::Server => "server",
         }
     }
 }
@@ -61,6 +68,8 @@ pub enum ConfigChange {
     ThoughtLevel(ReasoningEffort),
     /// Another permission mode.
     Mode(PermissionMode),
+    /// Another model server (a base URL).
+    Server(String),
 }
 
 impl ConfigChange {
@@ -70,6 +79,7 @@ impl ConfigChange {
             ConfigChange::Model(_) => ConfigKey::Model,
             ConfigChange::ThoughtLevel(_) => ConfigKey::ThoughtLevel,
             ConfigChange::Mode(_) => ConfigKey::Mode,
+            ConfigChange::Server(_) => ConfigKey::Server,
         }
     }
 
@@ -79,6 +89,7 @@ impl ConfigChange {
             ConfigChange::Model(model) => model.clone(),
             ConfigChange::ThoughtLevel(level) => level.as_str().to_owned(),
             ConfigChange::Mode(mode) => mode.as_str().to_owned(),
+            ConfigChange::Server(url) => url.clone(),
         }
     }
 }
@@ -107,6 +118,7 @@ impl ConfigChangedRecord {
                 ReasoningEffort::parse(&self.new).map(ConfigChange::ThoughtLevel)
             }
             ConfigKey::Mode => self.new.parse().ok().map(ConfigChange::Mode),
+            ConfigKey::Server => Some(ConfigChange::Server(self.new.clone())),
         }
     }
 }
@@ -120,6 +132,8 @@ pub struct SessionConfig {
     pub thought_level: Option<ReasoningEffort>,
     /// The permission mode chosen.
     pub mode: Option<PermissionMode>,
+    /// The server the front end last sent requests to.
+    pub server: Option<String>,
 }
 
 impl SessionConfig {
@@ -129,6 +143,7 @@ impl SessionConfig {
             ConfigChange::Model(model) => self.model = Some(model.clone()),
             ConfigChange::ThoughtLevel(level) => self.thought_level = Some(*level),
             ConfigChange::Mode(mode) => self.mode = Some(*mode),
+            ConfigChange::Server(url) => self.server = Some(url.clone()),
         }
     }
 
@@ -138,6 +153,7 @@ impl SessionConfig {
             ConfigKey::Model => self.model.clone(),
             ConfigKey::ThoughtLevel => self.thought_level.map(|l| l.as_str().to_owned()),
             ConfigKey::Mode => self.mode.map(|m| m.as_str().to_owned()),
+            ConfigKey::Server => self.server.clone(),
         }
     }
 

@@ -36,6 +36,10 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
         auth_hint: Some(crate::model::auth_hint(settings)),
         prices: settings.prices.clone(),
         commands_dir: settings.user_commands(),
+        server: settings
+            .replay
+            .is_none()
+            .then(|| settings.base_url.value.clone()),
     }
 }
 

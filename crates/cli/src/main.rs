@@ -24,6 +24,7 @@ mod model;
 mod models;
 mod output;
 mod prompt;
+mod remember;
 mod render;
 mod run;
 mod sessions;

@@ -9,7 +9,9 @@ use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiConfigError, OpenAiModel, OpenA
 use dsh_llm_replay::{ReplayModel, ReplayPlugin, ReplayScript};
 
 use crate::exit::Failure;
-use crate::settings::{Settings, is_deepseek};
+use crate::settings::{Settings, Source, is_deepseek};
+use dsh_llm::CancellationToken;
+use dsh_tools::safe_text::SafeText;
 
 /// The chosen model: its plugin, the banner label, and the script's default prompt.
 pub struct Chosen {
@@ -19,6 +21,8 @@ pub struct Chosen {
     pub replay: Option<Arc<ReplayModel>>,
     /// The replay script's name, when the model is scripted.
     pub replay_name: Option<String>,
+    /// The server's model, when the model is a server's.
+    pub server: Option<OpenAiModel>,
 }
 
 /// The built-in replay scripts.
@@ -64,6 +68,7 @@ fn replay(name: &str) -> Result<Chosen, Failure> {
         script_prompt,
         replay: Some(model),
         replay_name,
+        server: None,
     })
 }
 
@@ -97,7 +102,8 @@ pub fn server_model(settings: &Settings) -> Result<OpenAiModel, Failure> {
 }
 
 fn server(settings: &Settings) -> Result<Chosen, Failure> {
-    let plugin = OpenAiPlugin::from_model(server_model(settings)?);
+    let model = server_model(settings)?;
+    let plugin = OpenAiPlugin::from_model(model.clone());
     let host = url::Url::parse(&settings.base_url.value)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
@@ -108,7 +114,41 @@ fn server(settings: &Settings) -> Result<Chosen, Failure> {
         script_prompt: None,
         replay: None,
         replay_name: None,
+        server: Some(model),
     })
+}
+
+/// Refuses, before any request, a server that is not DeepSeek and does not offer the model
+/// nobody chose (dsh's default, DeepSeek's): its list is the answer, not a 404 mid-turn. A
+/// server without a list (or one that fails to give it) is tried as it is.
+pub async fn check_offered(settings: &Settings, model: &OpenAiModel) -> Result<(), Failure> {
+    let chosen = !matches!(settings.model.source, Source::Default);
+    if chosen || is_deepseek(&settings.base_url.value) {
+        return Ok(());
+    }
+    let listed = match model.list_models(CancellationToken::new()).await {
+        Ok(listed) if !listed.is_empty() => listed,
+        Ok(_) => return Ok(()),
+        Err(e) => {
+            tracing::debug!("the server's models are not known: {e}");
+            return Ok(());
+        }
+    };
+    let wanted = &settings.model.value;
+    if listed.iter().any(|m| m == wanted) {
+        return Ok(());
+    }
+    let shown: Vec<String> = listed.iter().take(20).map(|m| SafeText::plain(m)).collect();
+    Err(Failure::config(format!(
+        "{} does not offer the model {wanted} (dsh's default): choose one with --model (or `model` in the configuration): {}{}",
+        settings.base_url.value,
+        shown.join(", "),
+        if listed.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        }
+    )))
 }
 
 fn missing_key(settings: &Settings) -> Failure {

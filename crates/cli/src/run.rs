@@ -94,7 +94,7 @@ fn slash_command(settings: &Settings, text: &str) -> Result<Option<Invocation>, 
 }
 
 /// Which session the turn goes to.
-enum Target {
+pub enum Target {
     New,
     /// `--session`: an id or a unique prefix.
     Named(String),
@@ -115,23 +115,36 @@ struct Prepared {
 }
 
 async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
-    let settings = Settings::resolve(
-        global,
-        CommandFlags {
-            max_steps: args.max_steps,
-            run_permission: args.permission,
-            ..CommandFlags::default()
-        },
-    )?;
-    if settings.replay.is_some() && global.model.is_some() {
-        eprintln!("warning: --model is ignored with --replay");
-    }
-    let chosen = model::choose(&settings)?;
+    let flags = CommandFlags {
+        max_steps: args.max_steps,
+        run_permission: args.permission,
+        ..CommandFlags::default()
+    };
+    let settings = Settings::resolve(global, flags)?;
     let target = match (&args.session, args.continue_here) {
         (Some(id), _) => Target::Named(id.clone()),
         (None, true) => Target::Newest,
         (None, false) => Target::New,
     };
+    // A resumed session goes back to the server and model it ran with, unless this run says
+    // otherwise.
+    let settings = match settings.replay {
+        None => {
+            let remembered = crate::remember::of(&settings.sessions_dir(), &target).await;
+            match remembered == crate::remember::Remembered::default() {
+                true => settings,
+                false => Settings::resolve_for(global, flags, &remembered)?,
+            }
+        }
+        Some(_) => settings,
+    };
+    if settings.replay.is_some() && global.model.is_some() {
+        eprintln!("warning: --model is ignored with --replay");
+    }
+    let chosen = model::choose(&settings)?;
+    if let Some(server) = &chosen.server {
+        model::check_offered(&settings, server).await?;
+    }
     // `--compact` alone compacts and stops: stdin and the script's prompt are not read.
     let prompt = match (args.compact, args.prompt.as_deref()) {
         (true, None) => None,
@@ -213,6 +226,11 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
             auth_hint: model::auth_hint(&prepared.settings),
             prices: prepared.settings.prices.clone(),
             explicit: explicit(&prepared.settings),
+            server: prepared
+                .settings
+                .replay
+                .is_none()
+                .then(|| prepared.settings.base_url.value.clone()),
         },
         view,
         &label,
@@ -230,28 +248,22 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
 }
 
 /// The stored session `target` names, if it names one.
-async fn find(
-    runtime: &Runtime,
+pub async fn find(
+    persistence: &dyn SessionPersistence,
     target: &Target,
     sessions: &Path,
 ) -> Result<Option<SessionId>, Failure> {
-    let persistence = || {
-        runtime
-            .scope()
-            .require::<dyn SessionPersistence>()
-            .map_err(|e| Failure::internal(format!("no session storage: {e}")))
-    };
     match target {
         Target::New => Ok(None),
         Target::Named(arg) => Ok(Some(
-            crate::sessions::resolve(&*persistence()?, sessions, arg).await?,
+            crate::sessions::resolve(persistence, sessions, arg).await?,
         )),
         Target::Newest => {
             let cwd = std::env::current_dir().map_err(|e| {
                 Failure::internal(format!("cannot read the working directory: {e}"))
             })?;
             let cwd = cwd.display().to_string();
-            let listing = persistence()?
+            let listing = persistence
                 .list(&ListQuery {
                     cwd: Some(cwd.clone()),
                 })
@@ -282,6 +294,9 @@ struct Start {
     /// The settings given for this run by flag or environment: on a resumed session that
     /// chose otherwise (in an editor's picker), they win, and the change is recorded.
     explicit: Vec<ConfigChange>,
+    /// The server the requests go to (none for a scripted model): recorded with the session
+    /// when it is new to it, so a later `-c` goes back there.
+    server: Option<String>,
 }
 
 /// The model and reasoning level this run was given explicitly (a flag or a variable).
@@ -302,7 +317,11 @@ async fn start(
     how: Start,
     sessions: &Path,
 ) -> Result<(AgentHandle, bool), Failure> {
-    let session = find(runtime, &how.target, sessions).await?;
+    let persistence = runtime
+        .scope()
+        .require::<dyn SessionPersistence>()
+        .map_err(|e| Failure::internal(format!("no session storage: {e}")))?;
+    let session = find(&*persistence, &how.target, sessions).await?;
     let registry = runtime
         .scope()
         .require::<dyn AgentRegistry>()
@@ -329,6 +348,7 @@ async fn start(
                     )));
                 }
             }
+            remember_server(&handle, how.server).await?;
             Ok((handle, true))
         }
         None => {
@@ -336,13 +356,32 @@ async fn start(
             if let Some(gate) = how.approval {
                 create = create.with_approval(gate as Arc<dyn ApprovalGate>);
             }
-            registry
+            let handle = registry
                 .create(create)
                 .await
-                .map(|h| (h, false))
-                .map_err(|e| Failure::internal(format!("cannot create a session: {e}")))
+                .map_err(|e| Failure::internal(format!("cannot create a session: {e}")))?;
+            remember_server(&handle, how.server).await?;
+            Ok((handle, false))
         }
     }
+}
+
+/// Records the server with the session when it is new to it (nothing when it is the one
+/// recorded last).
+async fn remember_server(handle: &AgentHandle, server: Option<String>) -> Result<(), Failure> {
+    let Some(server) = server else {
+        return Ok(());
+    };
+    if let Err(e) = handle
+        .agent()
+        .configure(ConfigChange::Server(server), ConfigOrigin::Flag)
+    {
+        handle.dispose().await;
+        return Err(Failure::internal(format!(
+            "cannot record the server with the session: {e}"
+        )));
+    }
+    Ok(())
 }
 
 /// What the run asks of the session: a compaction first, a prompt, or both.

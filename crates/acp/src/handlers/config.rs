@@ -172,7 +172,7 @@ async fn change(
             *record.mode.lock() = *mode;
             true
         }
-        ConfigChange::Model(_) | ConfigChange::ThoughtLevel(_) => false,
+        ConfigChange::Model(_) | ConfigChange::ThoughtLevel(_) | ConfigChange::Server(_) => false,
     };
     tracing::info!(session = %record.id, option = config_id, value, "session option changed");
     settings.apply(&change);

@@ -19,6 +19,7 @@ use dsh_llm_openai::MaxTokensField;
 
 use crate::args::{AcpPermission, Global, Permission, Reasoning};
 use crate::exit::Failure;
+use crate::remember::Remembered;
 
 pub use table::{KEYS, Key, Kind};
 
@@ -26,9 +27,14 @@ pub use table::{KEYS, Key, Kind};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
     Default,
-    File { path: PathBuf, line: usize },
+    File {
+        path: PathBuf,
+        line: usize,
+    },
     Env(&'static str),
     Flag(&'static str),
+    /// The resumed session's own: the server and model it ran with.
+    Session,
 }
 
 impl fmt::Display for Source {
@@ -38,6 +44,7 @@ impl fmt::Display for Source {
             Source::File { path, line } => write!(f, "file {}:{line}", path.display()),
             Source::Env(name) => write!(f, "env {name}"),
             Source::Flag(name) => write!(f, "flag {name}"),
+            Source::Session => f.write_str("the session"),
         }
     }
 }
@@ -122,6 +129,16 @@ pub struct Settings {
 impl Settings {
     /// Flags over environment over the file over defaults.
     pub fn resolve(global: &Global, flags: CommandFlags) -> Result<Settings, Failure> {
+        Settings::resolve_for(global, flags, &Remembered::default())
+    }
+
+    /// As [`Settings::resolve`] for a resumed session that `remembered` its server and
+    /// model: those come after flags and the environment, before the file.
+    pub fn resolve_for(
+        global: &Global,
+        flags: CommandFlags,
+        remembered: &Remembered,
+    ) -> Result<Settings, Failure> {
         let located = file::locate(global.config.as_deref());
         let loaded = match &located {
             Some((path, required)) => file::load(path, *required)?,
@@ -133,7 +150,7 @@ impl Settings {
         });
         let mut resolved = Vec::with_capacity(KEYS.len());
         for key in KEYS {
-            resolved.push(pick(key, global, flags, loaded.as_ref())?);
+            resolved.push(pick(key, global, flags, remembered, loaded.as_ref())?);
         }
         derive_defaults(&mut resolved)?;
         anchor_paths(&mut resolved);
@@ -212,6 +229,7 @@ fn pick(
     key: &'static Key,
     global: &Global,
     flags: CommandFlags,
+    remembered: &Remembered,
     loaded: Option<&file::Loaded>,
 ) -> Result<Resolved, Failure> {
     let set = |text: String, source: Source| Resolved {
@@ -248,6 +266,14 @@ fn pick(
             })?;
             return Ok(set(text, Source::Env(name)));
         }
+    }
+    let kept = match key.name {
+        "base_url" => remembered.base_url.as_ref(),
+        "model" => remembered.model.as_ref(),
+        _ => None,
+    };
+    if let Some(text) = kept.filter(|t| key.kind.check(t).is_ok() && !t.is_empty()) {
+        return Ok(set(text.clone(), Source::Session));
     }
     if let Some(loaded) = loaded
         && let Some(value) = loaded.values.get(key.name)
@@ -446,7 +472,9 @@ fn anchor_paths(resolved: &mut [Resolved]) {
         }
         let base = match &r.source {
             Source::File { path, .. } => path.parent().map(Path::to_path_buf),
-            Source::Default | Source::Env(_) | Source::Flag(_) => std::env::current_dir().ok(),
+            Source::Default | Source::Env(_) | Source::Flag(_) | Source::Session => {
+                std::env::current_dir().ok()
+            }
         };
         if let Some(base) = base {
             r.text = Some(base.join(text).display().to_string());
