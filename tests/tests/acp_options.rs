@@ -196,9 +196,10 @@ async fn a_change_survives_a_load_in_a_new_process_and_a_flag_overrides_it_in_th
     assert_eq!(
         changes,
         [
-            json!({"key": "server", "new": server.base_url(), "origin": "flag"}),
             json!({"key": "model", "old": "mock-model", "new": "mock-large", "origin": "acp"}),
             json!({"key": "mode", "old": "ask", "new": "accept-edits", "origin": "acp"}),
+            // With the first prompt: where this process sends the session's requests.
+            json!({"key": "server", "new": server.base_url(), "origin": "flag"}),
             json!({"key": "model", "old": "mock-large", "new": "mock-model", "origin": "flag"}),
         ]
     );

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::PromptRequest;
 use dsh_agent::commands::Invocation;
-use dsh_agent::{AgentError, CancelCause, MessageId, UserMessage};
+use dsh_agent::{AgentError, CancelCause, ConfigChange, ConfigOrigin, MessageId, UserMessage};
 use serde_json::{Value, json};
 
 use crate::conn::Conn;
@@ -86,6 +86,15 @@ pub(crate) fn prompt(
         });
     }
     let _ = record.idle.send_replace(false);
+    // Where this process sends the session's requests is recorded with its first prompt (a
+    // session nobody prompted stores nothing), and again only when it changes.
+    if let Some(server) = conn.config.server.clone()
+        && let Err(e) = record
+            .agent
+            .configure(ConfigChange::Server(server), ConfigOrigin::Flag)
+    {
+        tracing::warn!(session = %sent, "the server was not recorded: {e}");
+    }
     // No lock is held here: `send` only enqueues, but it is foreign code that emits agent
     // events to listeners synchronously and may wake a driver whose events this record's
     // ordered path renders under the in-flight lock. Its panic is this prompt's failure, not

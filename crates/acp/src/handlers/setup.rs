@@ -8,7 +8,6 @@ use agent_client_protocol_schema::v1::{
     LoadSessionRequest, McpServer, NewSessionRequest, ResumeSessionRequest, SystemPrompt,
 };
 use dsh_agent::{AgentError, AgentOverrides, Audience, CallerPrompt, CreateAgent, ResumeAgent};
-use dsh_agent::{ConfigChange, ConfigOrigin};
 use dsh_session::SessionId;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -122,7 +121,6 @@ async fn create(
             ));
         }
     };
-    remember_server(conn, &handle);
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
         compaction: conn.state.compaction(),
@@ -138,20 +136,6 @@ async fn create(
             handle.dispose().await;
             Err(RpcError::shutting_down())
         }
-    }
-}
-
-/// Records the server this process sends requests to with the session, when it is new to
-/// it: `dsh run -c` goes back there.
-fn remember_server(conn: &Conn, handle: &dsh_agent::AgentHandle) {
-    let Some(server) = conn.config.server.clone() else {
-        return;
-    };
-    if let Err(e) = handle
-        .agent()
-        .configure(ConfigChange::Server(server), ConfigOrigin::Flag)
-    {
-        tracing::warn!(session = %handle.agent().id(), "the server was not recorded: {e}");
     }
 }
 
@@ -361,7 +345,6 @@ async fn load(conn: &Arc<Conn>, request: LoadRequest<'_>) -> Result<Value, RpcEr
             });
         }
     };
-    remember_server(conn, &handle);
     let events = handle.agent().session().events();
     let caps = RenderCaps {
         terminal_card: conn.state.terminal_output(),
