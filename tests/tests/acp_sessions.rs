@@ -298,3 +298,52 @@ fn answering_one_session_s_question_runs_only_that_session_s_call() {
     assert!(!sandbox.work().join("a").exists());
     acp.finish();
 }
+
+/// The processes dsh started that are still its children (its watchdog among them).
+fn children(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .map(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                        .unwrap_or_default()
+                        .replace('\0', " ")
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_watchdog_starts_with_the_first_command_not_before() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "later",
+        json!([
+            {"stream": [{"text": "just words"}], "finish": "stop"},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "true"}}}]},
+            {"stream": [{"text": "ran it"}], "finish": "stop"}
+        ]),
+    );
+    let mut acp = AcpDriver::allowing(&sandbox, &script);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    acp.prompt_to_end(&session, "talk");
+    assert!(
+        !children(acp.pid())
+            .iter()
+            .any(|c| c.contains("dsh-shell-watchdog")),
+        "no command ran, so nothing is watched: {:?}",
+        children(acp.pid())
+    );
+    acp.prompt_to_end(&session, "run it");
+    let watching: Vec<String> = children(acp.pid())
+        .into_iter()
+        .filter(|c| c.contains("dsh-shell-watchdog"))
+        .collect();
+    assert_eq!(watching.len(), 1, "{:?}", children(acp.pid()));
+    acp.finish();
+}

@@ -21,6 +21,8 @@ impl ProcessContainment for LocalShellExecutor {
         // `x` keeps these apart from task markers, which are `<nonce>.<digits>`; the prefix
         // `<nonce>.` is what disposal and the watchdog sweep.
         let seq = self.inner.enrolled.fetch_add(1, Ordering::Relaxed);
+        // What it starts must be covered if dsh is SIGKILLed.
+        let _ = self.inner.watchdog();
         let value = format!("{}.x{seq}", self.inner.nonce);
         tracing::debug!(label, marker = %value, "a process started outside the executor is enrolled");
         Enrolment {

@@ -50,8 +50,42 @@ pub(crate) struct Inner {
     pub tracker: TaskTracker,
     pub handle: Handle,
     pub disposed: OnceCell<()>,
-    /// Ends this executor's processes if dsh dies without disposing it.
-    pub watchdog: Option<Watchdog>,
+    /// Ends this executor's processes if dsh dies without disposing it: started with the
+    /// first process it must cover (a task, an enrolled server), since a dsh that never runs
+    /// one needs no second process.
+    pub watchdog: Lazy,
+}
+
+/// The watchdog, started on first use.
+#[derive(Debug)]
+pub(crate) struct Lazy {
+    program: Option<std::path::PathBuf>,
+    started: std::sync::OnceLock<Option<Watchdog>>,
+}
+
+impl Lazy {
+    /// The watchdog if it was started.
+    pub(crate) fn running(&self) -> Option<&Watchdog> {
+        self.started.get().and_then(Option::as_ref)
+    }
+}
+
+impl Inner {
+    /// The watchdog, started now if this is its first use; `None` when none is configured or
+    /// it could not start (said once).
+    pub(crate) fn watchdog(&self) -> Option<&Watchdog> {
+        let lazy = &self.watchdog;
+        lazy.started
+            .get_or_init(|| {
+                let program = lazy.program.as_deref()?;
+                Watchdog::start(program, &self.nonce)
+                    .inspect_err(|error| {
+                        tracing::warn!(%error, program = %program.display(), "cannot start the shell watchdog; a SIGKILL of dsh would leave its tools running");
+                    })
+                    .ok()
+            })
+            .as_ref()
+    }
 }
 
 impl LocalShellExecutor {
@@ -75,13 +109,10 @@ impl LocalShellExecutor {
             max_output_cap: c.max_output_cap,
         };
         let nonce = format!("{}-{:016x}", std::process::id(), fastrand::u64(..));
-        let watchdog = checked.config.watchdog.as_deref().and_then(|program| {
-            Watchdog::start(program, &nonce)
-                .inspect_err(|error| {
-                    tracing::warn!(%error, program = %program.display(), "cannot start the shell watchdog; a SIGKILL of dsh would leave its tools running");
-                })
-                .ok()
-        });
+        let watchdog = Lazy {
+            program: checked.config.watchdog.clone(),
+            started: std::sync::OnceLock::new(),
+        };
         let inner = Arc::new(Inner {
             spill_dir: SpillDir::new(checked.spill_root.clone()),
             checked,
@@ -138,6 +169,8 @@ impl LocalShellExecutor {
         spawn::check_workdir(&spec)?;
         let seq = inner.lock().admit(&inner.checked.config, spec.output_cap)?;
         let marker = format!("{}.{seq}", inner.nonce);
+        // Before the spawn: a SIGKILL of dsh right after it still has the task ended.
+        let watchdog = inner.watchdog();
         let mut spawned = match spawn::spawn(&inner.checked, &spec, &marker) {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -145,7 +178,7 @@ impl LocalShellExecutor {
                 return Err(error);
             }
         };
-        if let Some(watchdog) = &inner.watchdog {
+        if let Some(watchdog) = watchdog {
             watchdog.leader(spawned.pid);
         }
         let stdin = spawned.stdin.take();
@@ -248,7 +281,7 @@ impl Inner {
             table.disposing
         };
         task.done.send_replace(Some(exit.clone()));
-        if let Some(watchdog) = &self.watchdog {
+        if let Some(watchdog) = self.watchdog.running() {
             watchdog.ended(task.pgid);
         }
         if task.background
@@ -298,7 +331,7 @@ impl Inner {
                     spare_groups: Vec::new(),
                 };
                 escapees::sweep(&everything, KILL_BOUND).await;
-                if let Some(watchdog) = &self.watchdog {
+                if let Some(watchdog) = self.watchdog.running() {
                     watchdog.close(KILL_BOUND).await;
                 }
                 self.spill_dir.close();

@@ -9,7 +9,11 @@
 //! watchdog SIGKILLs the process group of every leader still reported and every process whose
 //! session is one of theirs or whose environment carries this executor's marker (which a
 //! `setsid` descendant keeps), until a pass finds none alive or two seconds passed, and exits.
-//! After a clean shutdown there is nothing left, and the sweep finds nothing.
+//! A clean shutdown ends everything itself and says so (`!`) before it closes the pipe: the
+//! watchdog then exits at once, without a pass over every process of the machine.
+//!
+//! The executor starts its watchdog with the first process it must cover (a task, an
+//! enrolled server): a dsh that never runs a command has no second process.
 //!
 //! Out of reach, as for the executor's own sweep: a descendant that started a new session
 //! and cleared its environment. A leader's pid reused by an unrelated session between its end
@@ -30,6 +34,9 @@ use crate::procfs;
 
 /// The first argument that makes the program run as a watchdog.
 pub const ARG: &str = "--dsh-shell-watchdog";
+
+/// What dsh says when it ended everything itself.
+const CLEAN: &str = "!";
 
 /// How long the watchdog keeps sweeping for processes that are still appearing.
 const SWEEP_BOUND: Duration = Duration::from_secs(2);
@@ -52,6 +59,9 @@ pub fn serve(input: impl BufRead, nonce: &str) -> usize {
     let mut leaders = BTreeSet::new();
     for line in input.lines() {
         let Ok(line) = line else { break };
+        if line == CLEAN {
+            return 0;
+        }
         // Anything but a well-formed report is ignored: the pipe is dsh's alone.
         if let Some(pid) = line.strip_prefix('+').and_then(|p| p.parse::<i32>().ok())
             && pid > 0
@@ -131,9 +141,10 @@ impl Watchdog {
         }
     }
 
-    /// The executor was disposed and every task is gone: closes the pipe (the watchdog's sweep
-    /// finds nothing and it exits) and reaps it, waiting at most `bound`.
+    /// The executor was disposed and every task is gone: says so, closes the pipe (the
+    /// watchdog exits without a sweep) and reaps it, waiting at most `bound`.
     pub(crate) async fn close(&self, bound: Duration) {
+        self.report(&format!("{CLEAN}\n"));
         drop(
             self.pipe
                 .lock()

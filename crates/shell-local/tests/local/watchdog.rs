@@ -92,3 +92,21 @@ async fn an_executor_whose_watchdog_is_gone_or_missing_still_runs_and_disposes()
         exec.dispose().await;
     }
 }
+
+#[tokio::test]
+async fn told_that_dsh_ended_everything_the_watchdog_exits_without_a_sweep() {
+    let ours = marker();
+    let _cleanup = Cleanup(vec![ours.clone()]);
+    let mut marked = leader(&format!("sleep 1000.{ours}"), Some("clean-nonce.1"));
+    eventually("the tree runs", || sleepers(&ours) == 1).await;
+    let reports = format!("+{}\n!\n", marked.id());
+    let killed =
+        tokio::task::spawn_blocking(move || watchdog::serve(Cursor::new(reports), "clean-nonce"))
+            .await
+            .unwrap();
+    assert_eq!(killed, 0);
+    assert_eq!(sleepers(&ours), 1, "nothing was swept");
+    let _ = marked.kill();
+    let _ = marked.wait();
+    all_gone(&ours).await;
+}
