@@ -47,6 +47,21 @@ fn new_session(acp: &mut AcpDriver, sandbox: &Sandbox) -> (String, Value) {
     (result["sessionId"].as_str().unwrap().to_owned(), result)
 }
 
+/// [`new_session`] on a server that lists models, with the pickers once the list is in
+/// them: in the answer, or in the update that follows when the list came later (no answer
+/// waits for it).
+fn new_listed_session(acp: &mut AcpDriver, sandbox: &Sandbox) -> (String, Value) {
+    let (session, mut result) = new_session(acp, sandbox);
+    if values(option(&result["configOptions"], "model")).len() < 2 {
+        let update = acp.until("the model list", |f| {
+            f["params"]["sessionId"] == session.as_str()
+                && f["params"]["update"]["sessionUpdate"] == "config_option_update"
+        });
+        result["configOptions"] = update["params"]["update"]["configOptions"].clone();
+    }
+    (session, result)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chosen_model_and_reasoning_level_reach_the_next_request() {
     let server =
@@ -57,7 +72,7 @@ async fn a_chosen_model_and_reasoning_level_reach_the_next_request() {
         let sandbox = Sandbox::new();
         let mut acp = AcpDriver::serving(&sandbox, &base, &["--permission", "allow"]);
         acp.initialize(false);
-        let (session, created) = new_session(&mut acp, &sandbox);
+        let (session, created) = new_listed_session(&mut acp, &sandbox);
         acp.prompt_to_end(&session, "first");
         let model = set(&mut acp, &session, "model", "mock-large");
         let level = set(&mut acp, &session, "thought_level", "low");
@@ -131,7 +146,7 @@ async fn a_change_survives_a_load_in_a_new_process_and_a_flag_overrides_it_in_th
         let sandbox = Sandbox::new();
         let mut first = AcpDriver::serving(&sandbox, &base, &[]);
         first.initialize(false);
-        let (session, _) = new_session(&mut first, &sandbox);
+        let (session, _) = new_listed_session(&mut first, &sandbox);
         set(&mut first, &session, "model", "mock-large");
         set(&mut first, &session, "mode", "accept-edits");
         first.prompt_to_end(&session, "first");
@@ -305,4 +320,43 @@ fn set_mode_and_the_mode_option_are_one_setting() {
     assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
     assert_eq!(unknown["error"]["data"]["sessionId"], "no-such-session");
     acp.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_answer_waits_for_the_model_list_which_follows_as_an_update() {
+    let server = MockModelServer::start(Vec::new()).await;
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let body = json!({"object": "list", "data": [{"id": "mock-model"}, {"id": "mock-large"}]});
+    server.serve_models_with(
+        MockResponse::status(200)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .held_by(release.clone()),
+    );
+    let base = server.base_url();
+    let (answered, update) = tokio::task::spawn_blocking(move || {
+        let sandbox = Sandbox::new();
+        let mut acp = AcpDriver::serving(&sandbox, &base, &[]);
+        acp.initialize(false);
+        // The list is held: the answer comes anyway, with the configured model.
+        let id = acp.request(
+            "session/new",
+            json!({"cwd": sandbox.work(), "mcpServers": []}),
+        );
+        let (response, _) = acp.response(&id);
+        let session = response["result"]["sessionId"].as_str().unwrap().to_owned();
+        release.notify_one();
+        let update = acp.until("the model list", |f| {
+            f["params"]["sessionId"] == session.as_str()
+                && f["params"]["update"]["sessionUpdate"] == "config_option_update"
+        });
+        acp.finish();
+        (response["result"]["configOptions"].clone(), update)
+    })
+    .await
+    .unwrap();
+    assert_eq!(values(option(&answered, "model")), ["mock-model"]);
+    let later = &update["params"]["update"]["configOptions"];
+    assert_eq!(values(option(later, "model")), ["mock-large", "mock-model"]);
+    assert_eq!(option(later, "model")["currentValue"], "mock-model");
 }

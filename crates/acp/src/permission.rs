@@ -159,7 +159,7 @@ pub(crate) fn withdraw(outgoing: &OutgoingTable, out: &FrameSender, id: i64) {
     outgoing.forget(id);
     out.send_now(notification_frame(
         "$/cancel_request",
-        json!({"requestId": id}),
+        &json!({"requestId": id}),
     ));
 }
 

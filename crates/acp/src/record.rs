@@ -115,6 +115,9 @@ pub(crate) struct Record {
     pub mcp: Option<dsh_kernel::Scope>,
     /// Notices waiting for the client to know the session (its servers that did not start).
     pub unannounced: Mutex<Vec<String>>,
+    /// Whether the client knows the session (its answer went), and whether the model picker
+    /// it was shown had the server's list: a list that came later is sent as an update.
+    pub pickers: Mutex<Pickers>,
     pub inflight: Mutex<Option<Inflight>>,
     /// `true` while no prompt is open; teardown waits on it. Always set with `send_replace`:
     /// `send` changes nothing while no receiver exists, which is most of the time.
@@ -127,6 +130,13 @@ impl Record {
     pub(crate) fn push(&self, item: Item) {
         let _ = self.queue.send(item);
     }
+}
+
+/// See [`Record::pickers`].
+#[derive(Debug, Default)]
+pub(crate) struct Pickers {
+    pub announced: bool,
+    pub with_models: bool,
 }
 
 /// What the ordered path needs besides its record.
@@ -436,13 +446,11 @@ fn join(
 async fn send_updates(out: &FrameSender, id: &SessionId, updates: Vec<SessionUpdate>) {
     for update in updates {
         let notification = SessionNotification::new(id.as_str().to_owned(), update);
-        match serde_json::to_value(&notification) {
-            Ok(params) => {
-                out.send(crate::rpc::notification_frame("session/update", params))
-                    .await;
-            }
-            Err(e) => tracing::error!(error = %e, "an update did not serialise; dropped"),
-        }
+        out.send(crate::rpc::notification_frame(
+            "session/update",
+            &notification,
+        ))
+        .await;
     }
 }
 

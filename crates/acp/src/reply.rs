@@ -6,8 +6,9 @@
 //! answers `-32603` on its way out, so a client is never left waiting for a response.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::rpc::{RpcError, error_frame, result_frame};
+use crate::rpc::{RpcError, error_frame, raw_result_frame, result_frame};
 use crate::transport::FrameSender;
 
 /// One request's pending response.
@@ -39,6 +40,17 @@ impl Reply {
     pub(crate) async fn answer(mut self, outcome: Result<Value, RpcError>) {
         if let Some(id) = self.id.take() {
             self.out.send(frame(&id, outcome)).await;
+        }
+    }
+
+    /// [`Reply::answer`] with a result that is JSON text already.
+    pub(crate) async fn answer_text(mut self, outcome: Result<Box<RawValue>, RpcError>) {
+        if let Some(id) = self.id.take() {
+            let frame = match outcome {
+                Ok(result) => raw_result_frame(&id, &result),
+                Err(error) => error_frame(&id, &error),
+            };
+            self.out.send(frame).await;
         }
     }
 }

@@ -4,6 +4,8 @@
 //! sends has the same envelope, and an id is always echoed exactly as it was received (a
 //! string `"1"` never becomes the number `1`).
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 /// The standard codes, and ACP's "resource not found".
@@ -88,22 +90,109 @@ impl RpcError {
     }
 }
 
+/// The envelope of every frame, serialized straight to text around borrowed parts: no
+/// intermediate JSON tree is built for a frame (a streamed chunk is one frame each).
+#[derive(Serialize)]
+struct Frame<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<Id<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Body<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+}
+
+/// A result: a JSON tree, or JSON text made once from the schema's types.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Body<'a> {
+    Tree(&'a Value),
+    Text(&'a RawValue),
+}
+
+/// An id as received (echoed exactly), or one of the bridge's own.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Id<'a> {
+    Echoed(&'a Value),
+    Own(i64),
+}
+
+impl<'a, P: Serialize> Frame<'a, P> {
+    fn new() -> Frame<'a, P> {
+        Frame {
+            jsonrpc: "2.0",
+            id: None,
+            method: None,
+            params: None,
+            result: None,
+            error: None,
+        }
+    }
+
+    /// The frame's text. Serializing JSON values and the schema's types cannot fail but on
+    /// a non-string map key, which neither has; that case still yields a valid frame.
+    fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a frame did not serialise");
+            r#"{"jsonrpc":"2.0","method":"$/dsh_frame_lost","params":{}}"#.to_owned()
+        })
+    }
+}
+
 /// A response carrying `result`.
 pub fn result_frame(id: &Value, result: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+    Frame::<Value> {
+        id: Some(Id::Echoed(id)),
+        result: Some(Body::Tree(&result)),
+        ..Frame::new()
+    }
+    .text()
+}
+
+/// A response carrying `result`, already JSON text.
+pub fn raw_result_frame(id: &Value, result: &RawValue) -> String {
+    Frame::<Value> {
+        id: Some(Id::Echoed(id)),
+        result: Some(Body::Text(result)),
+        ..Frame::new()
+    }
+    .text()
 }
 
 /// A response carrying `error`.
 pub fn error_frame(id: &Value, error: &RpcError) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "error": error.to_value() }).to_string()
+    Frame::<Value> {
+        id: Some(Id::Echoed(id)),
+        error: Some(error.to_value()),
+        ..Frame::new()
+    }
+    .text()
 }
 
 /// A request from the bridge to the client.
 pub fn request_frame(id: i64, method: &str, params: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+    Frame {
+        id: Some(Id::Own(id)),
+        method: Some(method),
+        params: Some(&params),
+        ..Frame::new()
+    }
+    .text()
 }
 
-/// A notification from the bridge to the client.
-pub fn notification_frame(method: &str, params: Value) -> String {
-    json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
+/// A notification from the bridge to the client, its params any serializable value (a
+/// schema type goes to text in one pass).
+pub fn notification_frame(method: &str, params: &impl Serialize) -> String {
+    Frame {
+        method: Some(method),
+        params: Some(params),
+        ..Frame::new()
+    }
+    .text()
 }

@@ -179,6 +179,9 @@ impl Scope {
         let weak = self.downgrade_inner();
         let path = self.path().to_owned();
         let mut abort = None;
+        // Boxed once here: the wrappers below (the panic guard, the task-local mark, tokio's
+        // task cell) each move their future, and a session's futures run to kilobytes.
+        let fut = Box::pin(fut);
         // Spawned under the scope's lock, so the phase check and the effect are one step. The
         // withdrawal guard lives in the future from the start, so it runs even if the task is
         // aborted before its first poll; its state tells it whether the effect was recorded.

@@ -11,12 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
-    ConfigOptionUpdate, CurrentModeUpdate, SessionConfigOptionValue, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    ConfigOptionUpdate, CurrentModeUpdate, SessionConfigOption, SessionConfigOptionValue,
+    SessionModeState, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest,
 };
 use dsh_agent::{ConfigChange, ConfigOrigin};
 use dsh_llm::{CancellationToken, Model};
-use serde_json::{Value, json};
+use serde_json::json;
+use serde_json::value::RawValue;
 
 use super::setup::{setup_contained, spawn_setup};
 use crate::conn::Conn;
@@ -25,12 +27,59 @@ use crate::record::{Item, Record};
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
 
-/// How long a session's first answer waits for the server's model list. The list is asked
-/// for once per process; a server that is slow or cannot list offers its configured model.
+/// How long the server's model list is waited for. It is asked for once per process, in the
+/// background: no answer waits for it. Until it comes (or when it does not), the picker
+/// offers the configured model; when it comes, every session already answered gets the
+/// picker again with the list (`config_option_update`).
 const MODEL_LIST_WAIT: Duration = Duration::from_secs(3);
 
+/// Asks for the server's model list in the background, once per connection.
+pub(crate) fn fetch_models(conn: &Arc<Conn>) {
+    if conn.models.initialized() {
+        return;
+    }
+    let conn2 = conn.clone();
+    spawn_setup(conn, async move {
+        let models = fetch(&conn2).await;
+        if !models.is_empty() {
+            for record in conn2.state.records() {
+                catch_up(&conn2, &record);
+            }
+        }
+    });
+}
+
+/// The client knows `record`'s session now: it gets the list if it came meanwhile.
+pub(crate) fn announced(conn: &Conn, record: &Record) {
+    record.pickers.lock().announced = true;
+    catch_up(conn, record);
+}
+
+/// Sends `record`'s pickers again when the list came after its answer and the client knows
+/// the session; at most once.
+fn catch_up(conn: &Conn, record: &Record) {
+    let models = known_models(conn);
+    {
+        let mut pickers = record.pickers.lock();
+        if !pickers.announced || pickers.with_models || models.is_empty() {
+            return;
+        }
+        pickers.with_models = true;
+    }
+    let settings = settings_with(conn, record, models);
+    let update = ConfigOptionUpdate::new(settings.options());
+    record.push(Item::Update(Box::new(SessionUpdate::ConfigOptionUpdate(
+        update,
+    ))));
+}
+
+/// The models the server offers, when the list came; empty until then.
+fn known_models(conn: &Conn) -> Vec<String> {
+    conn.models.get().cloned().unwrap_or_default()
+}
+
 /// The models the server offers: asked for once per connection's process, then cached.
-pub(crate) async fn models(conn: &Conn) -> Vec<String> {
+async fn fetch(conn: &Conn) -> Vec<String> {
     conn.models
         .get_or_init(|| async {
             let Some(model) = conn.scope.get::<dyn Model>() else {
@@ -56,9 +105,16 @@ pub(crate) async fn models(conn: &Conn) -> Vec<String> {
         .clone()
 }
 
-/// The settings of `record`'s session now.
-pub(crate) async fn settings(conn: &Conn, record: &Record) -> Settings {
-    let models = models(conn).await;
+/// The settings of `record`'s session now, with the models known so far.
+pub(crate) fn settings(conn: &Conn, record: &Record) -> Settings {
+    let models = known_models(conn);
+    if !models.is_empty() {
+        record.pickers.lock().with_models = true;
+    }
+    settings_with(conn, record, models)
+}
+
+fn settings_with(conn: &Conn, record: &Record, models: Vec<String>) -> Settings {
     let recorded = record.agent.config();
     let configured = conn
         .scope
@@ -73,13 +129,33 @@ pub(crate) async fn settings(conn: &Conn, record: &Record) -> Settings {
     }
 }
 
-/// What the answers to `session/new`, `load` and `resume` carry: the option set, and the
-/// same modes as session modes.
-pub(crate) async fn session_options(conn: &Conn, record: &Record) -> Value {
-    let settings = settings(conn, record).await;
-    json!({
-        "configOptions": settings.options(),
-        "modes": settings.modes(),
+/// The answer to `session/new` (with the new `session_id`), `load` and `resume`: the option
+/// set, and the same modes as session modes — made JSON text in one pass, since every
+/// session's first answer carries them.
+pub(crate) fn session_answer(
+    conn: &Arc<Conn>,
+    record: &Record,
+    session_id: Option<&str>,
+) -> Result<Box<RawValue>, RpcError> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Answer<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session_id: Option<&'a str>,
+        config_options: Vec<SessionConfigOption>,
+        modes: SessionModeState,
+    }
+    // A client that skipped `initialize`'s request for the list still gets it later.
+    fetch_models(conn);
+    let settings = settings(conn, record);
+    let answer = Answer {
+        session_id,
+        config_options: settings.options(),
+        modes: settings.modes(),
+    };
+    serde_json::value::to_raw_value(&answer).map_err(|e| {
+        tracing::error!(error = %e, "a session's answer did not serialise");
+        RpcError::internal_failure()
     })
 }
 
@@ -159,7 +235,7 @@ async fn change(
     config_id: &str,
     value: &str,
 ) -> Result<(Settings, bool), RpcError> {
-    let mut settings = settings(conn, record).await;
+    let mut settings = settings(conn, record);
     let Some(change) = settings.change(config_id, value)? else {
         return Ok((settings, false));
     };

@@ -28,21 +28,18 @@ use crate::render::RenderCaps;
 use crate::request::ClientCaps;
 use crate::rpc::RpcError;
 
-pub(crate) use config::{session_options, set_config_option, set_mode};
+pub(crate) use config::{session_answer, set_config_option, set_mode};
 pub(crate) use prompt::{cancel, cancel_record, cancel_request, prompt};
 pub(crate) use sessions::{ListCache, close_session, delete_session, list_sessions};
-use setup::spawn_setup;
+
 pub(crate) use setup::{load_session, new_session, resume_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
 pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
     conn.state.initialize(caps);
     let mcp = conn.scope.get::<dyn McpToolHost>().is_some();
-    // The model picker's values, asked for now so that the first session need not wait.
-    let early = conn.clone();
-    spawn_setup(conn, async move {
-        let _ = config::models(&early).await;
-    });
+    // The model picker's values, asked for now; no session waits for them.
+    config::fetch_models(conn);
     json!({
         "protocolVersion": 1,
         "agentCapabilities": {
@@ -286,6 +283,7 @@ pub(super) fn install(
         mode: parts.mode,
         mcp: parts.mcp,
         unannounced: Mutex::new(Vec::new()),
+        pickers: Mutex::new(crate::record::Pickers::default()),
         inflight: Mutex::new(None),
         idle: watch::channel(true).0,
         queue: parts.queue,

@@ -9,10 +9,10 @@ use agent_client_protocol_schema::v1::{
 };
 use dsh_agent::{AgentError, AgentOverrides, Audience, CallerPrompt, CreateAgent, ResumeAgent};
 use dsh_session::SessionId;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::{check_scope, install, mcp_specs, prepare, session_options};
+use super::{check_scope, install, mcp_specs, prepare, session_answer};
 use crate::conn::Conn;
 use crate::record::{Item, Record};
 use crate::render::RenderCaps;
@@ -44,13 +44,12 @@ pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionReq
         let conn = conn2;
         let outcome = setup_contained("session/new", async {
             let record = create(&conn, cwd, caller, servers).await?;
-            let mut answer = session_options(&conn, &record).await;
-            answer["sessionId"] = json!(record.id.as_str());
+            let answer = session_answer(&conn, &record, Some(record.id.as_str()))?;
             Ok((record, answer))
         })
         .await;
         let created = outcome.as_ref().ok().map(|(record, _)| record.id.clone());
-        reply.answer(outcome.map(|(_, answer)| answer)).await;
+        reply.answer_text(outcome.map(|(_, answer)| answer)).await;
         if let Some(session) = created {
             announce(&conn, session.as_str());
         }
@@ -250,7 +249,7 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
         };
         let outcome = setup_contained(method, load(&conn, request)).await;
         let attached = outcome.is_ok();
-        reply.answer(outcome).await;
+        reply.answer_text(outcome).await;
         if attached {
             announce(&conn, &sent);
         }
@@ -259,15 +258,16 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
     spawn_setup(conn, task);
 }
 
-/// Tells the client the session's commands, and what did not start for it, once it knows
-/// the session: after the answer. An update naming a session before its answer is one the
-/// client cannot place.
+/// Tells the client the session's commands, what did not start for it, and the model list if
+/// it came after the answer, once it knows the session: after the answer. An update naming a
+/// session before its answer is one the client cannot place.
 fn announce(conn: &Arc<Conn>, session: &str) {
     if let Some(record) = conn.state.record(session) {
         record.push(Item::Commands);
         for notice in std::mem::take(&mut *record.unannounced.lock()) {
             record.push(Item::Notice(notice));
         }
+        super::config::announced(conn, &record);
     }
 }
 
@@ -289,7 +289,10 @@ struct LoadRequest<'a> {
 }
 
 /// Without a `systemPrompt`, the loaded agent keeps the one recorded with the session.
-async fn load(conn: &Arc<Conn>, request: LoadRequest<'_>) -> Result<Value, RpcError> {
+async fn load(
+    conn: &Arc<Conn>,
+    request: LoadRequest<'_>,
+) -> Result<Box<serde_json::value::RawValue>, RpcError> {
     let LoadRequest {
         id,
         sent,
@@ -367,5 +370,5 @@ async fn load(conn: &Arc<Conn>, request: LoadRequest<'_>) -> Result<Value, RpcEr
     });
     let _ = replayed.await;
     tracing::info!(session = %sent, cwd = %cwd.display(), replay, "session attached");
-    Ok(session_options(conn, &record).await)
+    session_answer(conn, &record, None)
 }
