@@ -145,6 +145,11 @@ fn in_ask_mode_the_question_shows_the_diff_once_and_a_yes_applies_it() {
         "the question shows the diff: {seen}"
     );
     assert!(
+        seen[..question].contains("will edit notes.txt: 1 replacement at line 2")
+            && !seen[..question].contains("edited notes.txt"),
+        "before the answer it says what will change, not what did: {seen}"
+    );
+    assert!(
         !seen[question..].contains("     2 - two"),
         "the result does not show it again: {seen}"
     );
