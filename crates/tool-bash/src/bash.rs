@@ -31,6 +31,10 @@ impl Tool for BashTool {
         crate::schema::bash()
     }
 
+    fn name(&self) -> String {
+        "bash".into()
+    }
+
     fn guidance(&self) -> Option<String> {
         Some(include_str!("../prompts/bash.md").trim_end().to_owned())
     }

@@ -111,6 +111,10 @@ impl Tool for BashOutputTool {
         crate::schema::bash_output(self.shared.config.max_wait_ms)
     }
 
+    fn name(&self) -> String {
+        "bash_output".into()
+    }
+
     fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
         Effect::Read
     }
@@ -147,6 +151,10 @@ impl Tool for BashOutputTool {
 impl Tool for BashKillTool {
     fn schema(&self) -> ToolSchema {
         crate::schema::bash_kill()
+    }
+
+    fn name(&self) -> String {
+        "bash_kill".into()
     }
 
     /// Stopping one of the agent's own background tasks asks nobody: the user approved

@@ -58,6 +58,10 @@ impl Tool for EditTool {
         }
     }
 
+    fn name(&self) -> String {
+        "edit".into()
+    }
+
     fn effect(&self, args: &serde_json::Value, roots: &Roots) -> Effect {
         effect_of(args, roots)
     }

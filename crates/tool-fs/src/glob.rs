@@ -47,6 +47,10 @@ impl Tool for GlobTool {
         }
     }
 
+    fn name(&self) -> String {
+        "glob".into()
+    }
+
     fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
         Effect::Read
     }

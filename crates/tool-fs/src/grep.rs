@@ -84,6 +84,10 @@ impl Tool for GrepTool {
         }
     }
 
+    fn name(&self) -> String {
+        "grep".into()
+    }
+
     fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
         Effect::Read
     }

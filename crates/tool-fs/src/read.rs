@@ -48,6 +48,10 @@ impl Tool for ReadTool {
         }
     }
 
+    fn name(&self) -> String {
+        "read".into()
+    }
+
     /// The guidance of all five file tools, given once: they are registered together.
     fn guidance(&self) -> Option<String> {
         Some(include_str!("../prompts/files.md").trim_end().to_owned())

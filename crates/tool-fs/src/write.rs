@@ -44,6 +44,10 @@ impl Tool for WriteTool {
         }
     }
 
+    fn name(&self) -> String {
+        "write".into()
+    }
+
     fn effect(&self, args: &Value, roots: &Roots) -> Effect {
         effect_of(args, roots)
     }

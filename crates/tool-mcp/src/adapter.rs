@@ -116,6 +116,10 @@ impl Tool for McpToolAdapter {
         }
     }
 
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
     fn effect(&self, _args: &Value, _roots: &Roots) -> Effect {
         // Only the server's own word that the tool reads makes it run like a read.
         if self.tool.annotations.read_only == Some(true) {

@@ -136,6 +136,10 @@ impl Tool for TodoTool {
         }
     }
 
+    fn name(&self) -> String {
+        "todo".into()
+    }
+
     fn guidance(&self) -> Option<String> {
         Some(include_str!("../prompts/todo.md").trim_end().to_owned())
     }
@@ -168,6 +172,11 @@ impl Tool for TodoTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn its_name_is_its_schema_s() {
+        assert_eq!(TodoTool.name(), TodoTool.schema().name);
+    }
 
     #[test]
     fn a_plan_is_checked_whole_and_a_bad_one_says_what_to_send() {

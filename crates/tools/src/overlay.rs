@@ -27,7 +27,7 @@ impl OverlayToolRegistry {
 
 impl ToolRegistry for OverlayToolRegistry {
     fn register(&self, scope: &Scope, tool: Arc<dyn Tool>) -> Result<(), ToolRegistryError> {
-        let name = tool.schema().name;
+        let name = tool.name();
         if self.base.get(&name).is_some() {
             return Err(ToolRegistryError::Duplicate { name });
         }

@@ -144,7 +144,7 @@ fn unregister(state: &Mutex<State>, name: &str, registration: u64) {
 
 impl ToolRegistry for StandardToolRegistry {
     fn register(&self, scope: &Scope, tool: Arc<dyn Tool>) -> Result<(), ToolRegistryError> {
-        let name = tool.schema().name;
+        let name = tool.name();
         if !valid_tool_name(&name) {
             return Err(ToolRegistryError::InvalidName { name });
         }

@@ -75,6 +75,12 @@ pub trait Tool: Send + Sync + 'static {
     /// The schema offered to the model.
     fn schema(&self) -> ToolSchema;
 
+    /// The name the model calls it by: the schema's. A tool whose schema takes work to build
+    /// says its name directly, since registration needs only that.
+    fn name(&self) -> String {
+        self.schema().name
+    }
+
     /// What the system prompt says about when and how to use this tool, beyond its schema;
     /// appended to the built-in prompt only while the tool is registered, so the prompt never
     /// mentions a tool the model does not have.

@@ -41,7 +41,9 @@ impl ToolRegistry for RecordingRegistry {
         scope: &dsh_kernel::Scope,
         tool: Arc<dyn dsh_tools::Tool>,
     ) -> Result<(), dsh_tools::ToolRegistryError> {
-        self.names.lock().unwrap().push(tool.schema().name);
+        // Registration reads the name without building the schema: they must agree.
+        assert_eq!(tool.name(), tool.schema().name);
+        self.names.lock().unwrap().push(tool.name());
         self.inner.register(scope, tool)
     }
     fn get(&self, name: &str) -> Option<Arc<dyn dsh_tools::Tool>> {

@@ -196,3 +196,20 @@ async fn malformed_arguments_are_refused_and_nothing_is_written() {
         .collect();
     assert_eq!(names, ["a.txt"]);
 }
+
+#[tokio::test]
+async fn each_tool_s_name_is_its_schema_s() {
+    let rig = Rig::new().await;
+    let tools = rig
+        .runtime
+        .scope()
+        .require::<dyn dsh_tools::ToolRegistry>()
+        .unwrap()
+        .snapshot();
+    for name in tools.names() {
+        let tool = tools.get(name).unwrap();
+        assert_eq!(tool.name(), tool.schema().name);
+        assert_eq!(tool.name(), name);
+    }
+    assert_eq!(tools.len(), 5);
+}
