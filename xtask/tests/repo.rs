@@ -191,6 +191,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-mcp", "definition", Some(1)),
         ("dsh-tools", "definition", Some(2)),
         ("dsh-agent", "definition", Some(3)),
+        ("dsh-view", "definition", Some(4)),
         ("dsh-session-jsonl", "provider", None),
         ("dsh-llm-openai", "provider", None),
         ("dsh-llm-replay", "provider", None),

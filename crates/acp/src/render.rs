@@ -492,6 +492,7 @@ impl Renderer {
             }
             Some(ToolCallView::Generic {
                 title,
+                summary: _,
                 kind,
                 raw_input: _,
                 content,
@@ -644,7 +645,10 @@ impl Renderer {
                             .locations(vec![location]),
                     )
                 }
-                Some(ToolResultView::Generic { content }) => ToolCallUpdate::new(
+                Some(ToolResultView::Generic {
+                    content,
+                    summary: _,
+                }) => ToolCallUpdate::new(
                     tool_call_id,
                     ToolCallUpdateFields::new()
                         .status(ToolCallStatus::Completed)

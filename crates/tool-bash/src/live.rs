@@ -88,7 +88,7 @@ impl Live {
         }
         out.push_str(&decode_chunk(&tail, state.total <= kept, false).text);
         if out.is_empty() {
-            out.push_str("(no output)");
+            out.push_str(crate::render::NO_OUTPUT);
         }
         if !out.ends_with('\n') {
             out.push('\n');

@@ -8,7 +8,7 @@ use dsh_session::{ToolCallRecord, ToolResultRecord};
 use dsh_tools::{TerminalExit, ToolCallView, ToolKindHint, ToolResultView};
 use serde_json::Value;
 
-use crate::render::STRAGGLER_NOTE;
+use crate::render::{NO_OUTPUT, STRAGGLER_NOTE};
 
 fn arguments(call: &ToolCallRecord) -> Value {
     serde_json::from_str(&call.arguments).unwrap_or(Value::Null)
@@ -23,6 +23,7 @@ pub fn bash_call(call: &ToolCallRecord) -> Option<ToolCallView> {
     let command = args.get("command").and_then(Value::as_str)?.to_owned();
     if background(&args) {
         return Some(ToolCallView::Generic {
+            summary: Some(command.clone()),
             title: command,
             kind: ToolKindHint::Execute,
             raw_input: args,
@@ -45,19 +46,26 @@ pub fn bash_call(call: &ToolCallRecord) -> Option<ToolCallView> {
 }
 
 pub fn bash_result(call: &ToolCallRecord, result: &ToolResultRecord) -> Option<ToolResultView> {
-    let meta = result.meta.as_ref();
-    let exit_code = meta.and_then(|m| m.get("exit_code"));
-    if result.is_error || background(&arguments(call)) || exit_code.is_none() {
+    if background(&arguments(call)) {
         return generic_result(result);
     }
-    let meta = meta?;
+    if result.is_error {
+        return stopped_result(result);
+    }
+    let meta = result.meta.as_ref()?;
+    meta.get("exit_code")?;
     // The output without status markers: the final phrase line and the straggler note.
     let mut lines: Vec<&str> = result.content.split('\n').collect();
     lines.pop();
-    if lines.last() == Some(&STRAGGLER_NOTE) {
+    let stragglers = lines.last() == Some(&STRAGGLER_NOTE);
+    if stragglers {
         lines.pop();
     }
     let mut output = lines.join("\n");
+    // A command that printed nothing says so to the model; a terminal shows nothing.
+    if output == NO_OUTPUT {
+        output.clear();
+    }
     if !output.is_empty() {
         output.push('\n');
     }
@@ -72,6 +80,28 @@ pub fn bash_result(call: &ToolCallRecord, result: &ToolResultRecord) -> Option<T
                 .get("signal")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            timed_out: meta.get("timed_out").and_then(Value::as_bool) == Some(true),
+            note: stragglers.then(|| STRAGGLER_NOTE.to_owned()),
+        },
+    })
+}
+
+/// A command that did not end by itself (cancelled by the user): what it printed, and the
+/// bracketed line this tool ended the text with, as the terminal's note.
+fn stopped_result(result: &ToolResultRecord) -> Option<ToolResultView> {
+    let content = result.content.as_str();
+    let (output, last) = match content.rsplit_once('\n') {
+        Some((output, last)) => (format!("{output}\n"), last),
+        None => (String::new(), content),
+    };
+    if !(last.starts_with('[') && last.ends_with(']')) {
+        return generic_result(result);
+    }
+    Some(ToolResultView::Terminal {
+        output,
+        exit: TerminalExit {
+            note: Some(last.to_owned()),
+            ..TerminalExit::default()
         },
     })
 }
@@ -85,6 +115,7 @@ pub fn task_call(call: &ToolCallRecord, title: &str, kind: ToolKindHint) -> Opti
         .to_owned();
     Some(ToolCallView::Generic {
         title: format!("{title} {id}"),
+        summary: Some(id),
         kind,
         raw_input: args,
         content: Vec::new(),
@@ -95,5 +126,6 @@ pub fn task_call(call: &ToolCallRecord, title: &str, kind: ToolKindHint) -> Opti
 pub fn generic_result(result: &ToolResultRecord) -> Option<ToolResultView> {
     Some(ToolResultView::Generic {
         content: vec![result.content.clone()],
+        summary: None,
     })
 }

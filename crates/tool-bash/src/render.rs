@@ -6,6 +6,9 @@
 use dsh_shell::text::decode_chunk;
 use dsh_shell::{EndCause, ExitInfo, KillCause, OutputChunk, Spill, SpillStop, TaskId, TaskState};
 
+/// What a foreground result says when the command printed nothing.
+pub const NO_OUTPUT: &str = "(no output)";
+
 /// The note a foreground result carries when processes it left were terminated.
 pub const STRAGGLER_NOTE: &str = "[note: processes this command left running were terminated; use run_in_background for long-running processes]";
 
@@ -45,7 +48,7 @@ fn push_line(out: &mut String, line: &str) {
 pub fn foreground_whole(bytes: &[u8], exit: &ExitInfo) -> String {
     let mut out = decode_chunk(bytes, true, false).text;
     if out.is_empty() {
-        out.push_str("(no output)");
+        out.push_str(NO_OUTPUT);
     }
     finish_foreground(out, exit)
 }

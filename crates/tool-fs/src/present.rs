@@ -31,6 +31,7 @@ pub(crate) fn read_call(call: &ToolCallRecord) -> Option<ToolCallView> {
     };
     Some(ToolCallView::Generic {
         title,
+        summary: Some(path.clone()),
         kind: ToolKindHint::Read,
         raw_input: args.clone(),
         content: Vec::new(),
@@ -47,6 +48,7 @@ pub(crate) fn change_call(call: &ToolCallRecord, verb: &str) -> Option<ToolCallV
     let path = text(&args, "path")?.to_owned();
     Some(ToolCallView::Generic {
         title: format!("{verb} {path}"),
+        summary: Some(path.clone()),
         kind: ToolKindHint::Edit,
         raw_input: args,
         content: Vec::new(),
@@ -58,15 +60,17 @@ pub(crate) fn change_call(call: &ToolCallRecord, verb: &str) -> Option<ToolCallV
 pub(crate) fn search_call(call: &ToolCallRecord, verb: &str) -> Option<ToolCallView> {
     let args = arguments(call);
     let pattern = text(&args, "pattern")?;
-    let title = match text(&args, "path") {
-        Some(path) => format!("{verb} {pattern} in {path}"),
-        None => format!("{verb} {pattern}"),
+    let summary = match text(&args, "path") {
+        Some(path) => format!("{pattern} in {path}"),
+        None => pattern.to_owned(),
     };
+    let title = format!("{verb} {summary}");
     let locations = text(&args, "path")
         .map(|p| vec![Location::file(p)])
         .unwrap_or_default();
     Some(ToolCallView::Generic {
         title,
+        summary: Some(summary),
         kind: ToolKindHint::Search,
         raw_input: args.clone(),
         content: Vec::new(),
@@ -74,24 +78,32 @@ pub(crate) fn search_call(call: &ToolCallRecord, verb: &str) -> Option<ToolCallV
     })
 }
 
+/// The one-line summary a file tool's result keeps in its `meta`.
+fn summary(result: &ToolResultRecord) -> Option<String> {
+    let summary = result.meta.as_ref()?.get("summary")?.as_str()?;
+    Some(summary.to_owned())
+}
+
 /// A read's result: its one-line summary (the file itself is for the model).
 pub(crate) fn summary_result(
     _call: &ToolCallRecord,
     result: &ToolResultRecord,
 ) -> Option<ToolResultView> {
-    let summary = result.meta.as_ref()?.get("summary")?.as_str()?;
+    let summary = summary(result)?;
     Some(ToolResultView::Generic {
-        content: vec![summary.to_owned()],
+        content: vec![summary.clone()],
+        summary: Some(summary),
     })
 }
 
-/// A search's result: what it found.
+/// A search's result: what it found, and its summary.
 pub(crate) fn found_result(
     _call: &ToolCallRecord,
     result: &ToolResultRecord,
 ) -> Option<ToolResultView> {
     Some(ToolResultView::Generic {
         content: vec![result.content.clone()],
+        summary: summary(result),
     })
 }
 

@@ -163,7 +163,7 @@ impl Tool for TodoTool {
     fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
         Some(ToolCallView::titled(
             "Update the plan",
-            ToolKindHint::Think,
+            ToolKindHint::Plan,
             call,
         ))
     }

@@ -12,6 +12,9 @@ pub enum ToolCallView {
     Generic {
         /// A one-line title.
         title: String,
+        /// The call's input in a few words, after the tool's name (`src/main.rs`,
+        /// `fn main in src`); `None` shows the arguments as given.
+        summary: Option<String>,
         /// What kind of action it is.
         kind: ToolKindHint,
         /// The arguments as given.
@@ -60,6 +63,9 @@ pub enum ToolResultView {
     Generic {
         /// The blocks.
         content: Vec<String>,
+        /// What the result says in one line (`read a.rs: 40 lines`, `grep x: 3 matches`),
+        /// for a front end that shows the line instead of the blocks.
+        summary: Option<String>,
     },
     /// A change to one file: the changed region before and after (with a few lines of
     /// context around it, not necessarily the whole file).
@@ -95,6 +101,7 @@ impl ToolCallView {
     ) -> ToolCallView {
         ToolCallView::Generic {
             title: title.into(),
+            summary: None,
             kind,
             raw_input: serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
             content: Vec::new(),
@@ -104,12 +111,17 @@ impl ToolCallView {
 }
 
 /// How a command ended, taken from structured result data, never parsed out of text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TerminalExit {
     /// The exit code, when it exited.
     pub exit_code: Option<i32>,
     /// The signal's name, when one killed it.
     pub signal: Option<String>,
+    /// It ran out of time and was stopped.
+    pub timed_out: bool,
+    /// The tool's own words when the command ended some other way (`[cancelled by the user
+    /// after 5.2 s; the command was stopped]`).
+    pub note: Option<String>,
 }
 
 /// What kind of action a call is, for icons and grouping.
@@ -131,6 +143,9 @@ pub enum ToolKindHint {
     Think,
     /// Fetches from elsewhere.
     Fetch,
+    /// Updates the session's plan: its result is the plan record that follows, which a
+    /// front end may show instead of the call.
+    Plan,
     /// Anything else.
     Other,
 }

@@ -57,7 +57,7 @@ pub(super) fn tool_kind(hint: ToolKindHint) -> ToolKind {
         ToolKindHint::Move => ToolKind::Move,
         ToolKindHint::Search => ToolKind::Search,
         ToolKindHint::Execute => ToolKind::Execute,
-        ToolKindHint::Think => ToolKind::Think,
+        ToolKindHint::Think | ToolKindHint::Plan => ToolKind::Think,
         ToolKindHint::Fetch => ToolKind::Fetch,
         ToolKindHint::Other => ToolKind::Other,
     }

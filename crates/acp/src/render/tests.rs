@@ -52,7 +52,7 @@ impl Tool for Shell {
             output: result.content.clone(),
             exit: TerminalExit {
                 exit_code: Some(0),
-                signal: None,
+                ..TerminalExit::default()
             },
         })
     }

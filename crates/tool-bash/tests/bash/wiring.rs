@@ -205,7 +205,46 @@ async fn presenters_show_terminals_for_foreground_bash_and_cards_for_the_rest() 
             output: "a\n".into(),
             exit: TerminalExit {
                 exit_code: Some(3),
-                signal: None
+                note: Some(
+                    "[note: processes this command left running were terminated; use run_in_background for long-running processes]".into()
+                ),
+                ..TerminalExit::default()
+            }
+        })
+    );
+    // What the CLI once read out of the text, the view carries: a command that printed
+    // nothing shows nothing, a timeout is a flag, and a stopped command keeps its output
+    // and its own last line as the note.
+    let quiet = bash.present_result(
+        &fg,
+        &result(
+            "(no output)\n[timed out after 100 ms; killed by signal: SIGTERM]",
+            Some(json!({"exit_code": null, "signal": "SIGTERM", "timed_out": true})),
+        ),
+    );
+    assert_eq!(
+        quiet,
+        Some(ToolResultView::Terminal {
+            output: String::new(),
+            exit: TerminalExit {
+                signal: Some("SIGTERM".into()),
+                timed_out: true,
+                ..TerminalExit::default()
+            }
+        })
+    );
+    let mut stopped = result(
+        "started\n[cancelled by the user after 0.1 s; the command was stopped]",
+        None,
+    );
+    stopped.is_error = true;
+    assert_eq!(
+        bash.present_result(&fg, &stopped),
+        Some(ToolResultView::Terminal {
+            output: "started\n".into(),
+            exit: TerminalExit {
+                note: Some("[cancelled by the user after 0.1 s; the command was stopped]".into()),
+                ..TerminalExit::default()
             }
         })
     );

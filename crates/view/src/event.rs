@@ -1,0 +1,132 @@
+//! The vocabulary: one [`ViewEvent`] for each thing a person sees happen in a session.
+
+use dsh_agent::MessageSource;
+use dsh_agent::record::{
+    CompactTrigger, CompactingRecord, ContextUsage, ModelProgressRecord, PlanEntry,
+};
+use dsh_llm::Usage;
+use dsh_session::{SessionId, TurnEndReason};
+
+use crate::card::{Card, Closed};
+use crate::tally::Tally;
+
+/// One thing shown, in the session it happened in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewEvent {
+    /// The session: a parent's or one of its child agents'.
+    pub session: SessionId,
+    /// What is shown.
+    pub shown: Shown,
+}
+
+/// What a person sees happen.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shown {
+    /// A turn began.
+    TurnStarted {
+        /// Its number in the session.
+        turn: u32,
+    },
+    /// A model call began: until its first words, the session waits for the model.
+    StepStarted {
+        /// The turn.
+        turn: u32,
+        /// The step in it.
+        step: u32,
+    },
+    /// A message of the conversation for the model (the user's prompt, a plugin's notice),
+    /// shown once its step shows an answer or ends; one whose turn ended before that is not
+    /// shown.
+    Prompt {
+        /// Safe text.
+        text: String,
+        /// Who sent it.
+        source: MessageSource,
+    },
+    /// The session's title, from here on. Follows the prompt it came from.
+    Title(String),
+    /// A piece of the model's answer as it streams. Safe text.
+    Text(String),
+    /// A piece of the model's reasoning as it streams. Safe text.
+    Reasoning(String),
+    /// A model call finished.
+    Answered(Answer),
+    /// The model asked for a tool call.
+    CallOpened(Card),
+    /// Output of a running call, as it arrives (live only; never stored).
+    CallOutput {
+        /// The card's id.
+        card: String,
+        /// Raw: the command's own bytes as text, escape sequences and all.
+        output: String,
+    },
+    /// A call ended (or was given up at its turn's end).
+    CallClosed(Closed),
+    /// The plan, whole, each time the model changes it. Entries are safe text.
+    Plan(Vec<PlanEntry>),
+    /// A compaction is under way, was cancelled or failed (live only).
+    Compacting(CompactingRecord),
+    /// The model's history now starts again from a summary.
+    Compacted(Compaction),
+    /// The model is streaming tool calls, which show nothing else (live only).
+    ModelProgress(ModelProgressRecord),
+    /// What building the system message warned about, and a window too small for it.
+    /// Safe text.
+    Warnings(Vec<String>),
+    /// A turn ended; every card of it was closed before.
+    TurnEnded {
+        /// The turn.
+        turn: u32,
+        /// Why.
+        reason: TurnEndReason,
+        /// The last model call said something a person can read.
+        answered: bool,
+    },
+}
+
+/// A finished model call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// The turn.
+    pub turn: u32,
+    /// The step.
+    pub step: u32,
+    /// The whole answer, safe.
+    pub text: String,
+    /// The whole reasoning, safe; empty when there was none.
+    pub reasoning: String,
+    /// The answer arrived as [`Shown::Text`] and [`Shown::Reasoning`] pieces already; a
+    /// front end that showed those shows the whole only when this is false.
+    pub streamed: bool,
+    /// What the server reported it used, when it did.
+    pub usage: Option<Usage>,
+    /// How full the model's context is after it.
+    pub context: Option<ContextUsage>,
+    /// The session's totals after it.
+    pub totals: Tally,
+}
+
+/// A compaction that was recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compaction {
+    /// Its id within the session (the last event the summary stands for).
+    pub through_seq: u64,
+    /// What started it.
+    pub trigger: CompactTrigger,
+    /// The context before it, in tokens (0 when not known).
+    pub tokens_before: u64,
+    /// What it left, estimated (0 when not known).
+    pub tokens_after: u64,
+    /// The summary the model continues from, safe.
+    pub summary: String,
+    /// Files the summarised conversation read.
+    pub files_read: Vec<String>,
+    /// Files it changed.
+    pub files_modified: Vec<String>,
+    /// What the summary request used.
+    pub usage: Option<Usage>,
+    /// The context after it, when the window is known.
+    pub context: Option<ContextUsage>,
+    /// The session's totals after it.
+    pub totals: Tally,
+}
