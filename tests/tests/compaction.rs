@@ -132,8 +132,7 @@ async fn json_has_a_line_where_the_history_was_compacted() {
     assert_eq!(compacted[0]["summary"], "## Goal\nanswer hi");
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../crates/cli/schema/run-json.schema.json"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/run-json.schema.json"),
         )
         .unwrap(),
     )

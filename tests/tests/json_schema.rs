@@ -1,5 +1,5 @@
 //! Every `dsh run --json` line, on every kind of ending, is valid against the schema kept in
-//! the repository (`crates/cli/schema/run-json.schema.json`).
+//! the repository (`docs/run-json.schema.json`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -7,8 +7,8 @@ use dsh_e2e::{Sandbox, text};
 use dsh_test_providers::mock_model::{MockModelServer, MockResponse};
 
 fn validator() -> jsonschema::Validator {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../crates/cli/schema/run-json.schema.json");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/run-json.schema.json");
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     jsonschema::validator_for(&schema).unwrap()

@@ -70,9 +70,6 @@ pub(crate) struct RenderCaps {
 
 pub(crate) use compaction::compacting_updates;
 
-/// The id of the one plan a session has, in `plan_update`s.
-const PLAN_ID: &str = "todo";
-
 /// What a person is told of a turn dsh itself stopped (a model repeating a call): a notice
 /// while it happens, to a client that takes notices; else a line of the answer, live and
 /// in a replay alike.
@@ -115,7 +112,7 @@ fn plan_updates(plan: &PlanRecord, caps: &RenderCaps) -> Vec<SessionUpdate> {
     let mut out = Vec::new();
     if caps.plan {
         out.push(SessionUpdate::PlanUpdate(PlanUpdate::new(
-            PlanUpdateContent::items(PLAN_ID, entries.clone()),
+            PlanUpdateContent::items(dsh_view::PLAN_ID, entries.clone()),
         )));
     }
     out.push(SessionUpdate::Plan(AcpPlan::new(entries)));

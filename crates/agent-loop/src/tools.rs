@@ -276,6 +276,10 @@ impl Phase<'_, '_> {
                 arguments: args.clone(),
                 effect,
                 preview,
+                // A presenter that panics shows the arguments instead.
+                shown: dsh_kernel::contain::catch(|| tool.present_call(&record))
+                    .ok()
+                    .flatten(),
                 cancel: self.token.clone(),
             };
             let decision = tokio::select! {

@@ -16,7 +16,9 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 
 use async_trait::async_trait;
-use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode, ToolResultView};
+use dsh_tools::{
+    ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode, ToolCallView, ToolResultView,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::Mutex;
@@ -105,12 +107,13 @@ impl ApprovalGate for TerminalGate {
     }
 }
 
-/// `dsh · allow bash: ls -la  [y/N] `: bash shows its command, other tools their arguments,
-/// apart from the answer's brackets so nothing reads as part of the command.
+/// `dsh · allow bash: ls -la  [y/N] `: a call the tool presents as a terminal shows its
+/// command, a previewed change its path, other calls their arguments, apart from the
+/// answer's brackets so nothing reads as part of the command.
 fn question(request: &ApprovalRequest, colour: bool) -> String {
     let args = &request.arguments;
-    let shown = match (args["command"].as_str(), args["path"].as_str()) {
-        (Some(command), _) if request.tool == "bash" => command.to_owned(),
+    let shown = match (&request.shown, args["path"].as_str()) {
+        (Some(ToolCallView::Terminal { command, .. }), _) => command.clone(),
         (_, Some(path)) if request.preview.is_some() => path.to_owned(),
         _ => args.to_string(),
     };
@@ -197,7 +200,16 @@ mod tests {
     use super::*;
     use dsh_kernel::CancellationToken;
 
+    /// A request for `tool`, presented as a terminal when its arguments hold a command.
     fn request(tool: &str, arguments: serde_json::Value) -> ApprovalRequest {
+        let shown = arguments["command"]
+            .as_str()
+            .map(|command| ToolCallView::Terminal {
+                command: command.to_owned(),
+                description: None,
+                cwd: None,
+                raw_input: arguments.clone(),
+            });
         ApprovalRequest {
             session_id: dsh_session::SessionId::mint(),
             turn: 1,
@@ -207,12 +219,13 @@ mod tests {
             arguments,
             effect: dsh_tools::Effect::Execute,
             preview: None,
+            shown,
             cancel: CancellationToken::new(),
         }
     }
 
     #[test]
-    fn bash_is_asked_about_by_its_command_and_other_tools_by_their_arguments() {
+    fn a_command_is_asked_about_by_itself_and_other_calls_by_their_arguments() {
         let bash = request("bash", serde_json::json!({"command": "ls -la\n"}));
         assert_eq!(question(&bash, false), "dsh · allow bash: ls -la  [y/N] ");
         let other = request("bash_kill", serde_json::json!({"id": "t1"}));

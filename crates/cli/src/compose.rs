@@ -22,7 +22,7 @@ use dsh_tool_bash::BashToolsPlugin;
 use dsh_tool_fs::{FsToolsPlugin, ToolFsConfig};
 use dsh_tool_mcp::McpToolsPlugin;
 use dsh_tool_todo::TodoPlugin;
-use dsh_tools::ToolRegistryPlugin;
+use dsh_tools::{ToolRegistry, ToolRegistryPlugin};
 
 use crate::exit::Failure;
 use crate::settings::Settings;
@@ -131,6 +131,35 @@ async fn load_all(
         .await
         .map_err(|e| failed("the agent loop", e))?;
     Ok(())
+}
+
+/// Loads what presents stored tool calls as they were shown live: the built-in tools (never
+/// called), without the model, the agents or any MCP server (whose calls show generically).
+pub async fn presenters(runtime: &Runtime) -> Result<Arc<dyn ToolRegistry>, Failure> {
+    let failed = |what: &str, e: dsh_kernel::KernelError| {
+        Failure::internal(format!("cannot start {what}: {e}"))
+    };
+    let plugins: [(&str, Box<dyn Plugin>); 6] = [
+        (
+            "the shell",
+            Box::new(ShellLocalPlugin::new(LocalShellConfig::default())),
+        ),
+        ("the local files", Box::new(FsLocalPlugin::default())),
+        ("the tool registry", Box::new(ToolRegistryPlugin)),
+        ("the bash tools", Box::new(BashToolsPlugin::default())),
+        (
+            "the file tools",
+            Box::new(FsToolsPlugin::new(ToolFsConfig::default())),
+        ),
+        ("the todo tool", Box::new(TodoPlugin)),
+    ];
+    for (what, plugin) in plugins {
+        runtime.load(plugin).await.map_err(|e| failed(what, e))?;
+    }
+    runtime
+        .scope()
+        .require::<dyn ToolRegistry>()
+        .map_err(|e| failed("the tool registry", e))
 }
 
 /// The context service's configuration. A prompt file the user named must be there: a typo

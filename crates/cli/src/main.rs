@@ -20,6 +20,7 @@ mod config;
 mod digest;
 mod excerpt;
 mod exit;
+mod json_lines;
 mod model;
 mod models;
 mod output;
@@ -31,7 +32,6 @@ mod sessions;
 mod settings;
 mod signals;
 mod status;
-mod tally;
 mod window;
 
 use std::process::ExitCode;

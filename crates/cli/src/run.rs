@@ -22,12 +22,12 @@ use dsh_session::{
     Interest, ListQuery, SessionId, SessionPersistence, SessionStore, TurnEndReason,
 };
 use dsh_shell_local::LocalShellExecutor;
-use dsh_tools::{ApprovalGate, McpToolHost, PermissionMode};
-use serde_json::json;
+use dsh_tools::{ApprovalGate, McpToolHost, PermissionMode, ToolRegistry};
 
 use crate::args::{ColorChoice, Global, RunArgs};
 use crate::ask::TerminalGate;
 use crate::exit::{self, Failure};
+use crate::json_lines::{Line, SCHEMA_VERSION, Totals};
 use crate::model;
 use crate::render::{Renderer, View, fit, stderr_width};
 use crate::settings::{CommandFlags, Settings, Source};
@@ -66,9 +66,11 @@ fn view_for(args: &RunArgs) -> View {
 /// Prints a failure that ended dsh before a turn; returns its status.
 pub fn report(failure: &Failure, view: View) -> u8 {
     if view == View::Json {
-        let line = json!({"type": "error", "code": failure.code, "message": failure.message});
-
-        let _ = crate::output::write(format!("{line}\n").as_bytes());
+        let line = Line::Error {
+            code: failure.code,
+            message: &failure.message,
+        };
+        let _ = crate::output::write(line.text().as_bytes());
     }
     eprintln!("error: {}", SafeText::plain(&failure.message));
     failure.status
@@ -451,7 +453,14 @@ async fn turn(
     };
     let agent = handle.agent().clone();
     let id = agent.id().clone();
-    let renderer = Renderer::new(view);
+    let tools = match runtime.scope().require::<dyn ToolRegistry>() {
+        Ok(tools) => tools,
+        Err(e) => {
+            handle.dispose().await;
+            return report(&Failure::internal(format!("no tool registry: {e}")), view);
+        }
+    };
+    let renderer = Renderer::new(view, tools);
     if let Some(gate) = gate {
         // The question shows the command; it is shown as running only after a yes.
         renderer.asking();
@@ -510,20 +519,19 @@ async fn turn(
             .scope()
             .require::<dyn dsh_llm::Model>()
             .ok()
-            .map(|m| json!(m.info()));
+            .map(|m| m.info().clone());
         let path = match runtime.scope().require::<dyn SessionPersistence>() {
             Ok(p) => p.locate(&id).await.ok().flatten().and_then(|l| l.path),
             Err(_) => None,
         };
-        renderer.json_line(&json!({
-            "type": "session",
-            "schema_version": 1,
-            "session_id": id.to_string(),
-            "resumed": resumed,
-            "model": info,
-            "data_dir": sessions.parent().map(|p| p.display().to_string()),
-            "path": path.map(|p| p.display().to_string()),
-        }));
+        renderer.json_line(&Line::Session {
+            schema_version: SCHEMA_VERSION,
+            session_id: id.to_string(),
+            resumed,
+            model: info,
+            data_dir: sessions.parent().map(|p| p.display().to_string()),
+            path: path.map(|p| p.display().to_string()),
+        });
     }
     renderer.set_window(agent.options().context_window.get());
     renderer.set_prices(prices);
@@ -692,18 +700,11 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
         ),
     };
     if view == View::Json {
-        let mut line = json!({
-            "type": "turn_end",
-            "turn": turn,
-            "reason": reason.kind(),
-            "answered": (tally.steps > 0).then_some(tally.answered),
-            "steps": steps,
-            "usage": {"input_tokens": input, "output_tokens": output, "cache_hit_tokens": cache},
-        });
+        let (mut cause, mut error, mut tool) = (None, None, None);
         match &reason {
-            TurnEndReason::Aborted { cause } => line["cause"] = json!(cause),
-            TurnEndReason::Error { failure } => line["error"] = json!(failure),
-            TurnEndReason::RepeatedCall { tool } => line["tool"] = json!(tool),
+            TurnEndReason::Aborted { cause: why } => cause = Some(*why),
+            TurnEndReason::Error { failure } => error = Some(failure),
+            TurnEndReason::RepeatedCall { tool: name } => tool = Some(name.as_str()),
             TurnEndReason::Completed
             | TurnEndReason::MaxTokens
             | TurnEndReason::MaxSteps
@@ -711,7 +712,20 @@ fn finish(renderer: &Renderer, outcome: &TurnOutcome, view: View, id: &SessionId
             | TurnEndReason::Interrupted
             | TurnEndReason::Unknown => {}
         }
-        renderer.json_line(&line);
+        renderer.json_line(&Line::TurnEnd {
+            turn,
+            reason: reason.kind(),
+            answered: (tally.steps > 0).then_some(tally.answered),
+            steps,
+            usage: Totals {
+                input_tokens: input,
+                output_tokens: output,
+                cache_hit_tokens: cache,
+            },
+            cause,
+            error,
+            tool,
+        });
     }
     // A model that stopped after saying nothing (every call failed, then an empty message)
     // did not complete the task: a script must be able to tell.

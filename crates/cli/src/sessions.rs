@@ -95,7 +95,7 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
                 json,
                 color,
                 system: false,
-            } => show(&*persistence, &dir, id, *json, *color).await,
+            } => show(&runtime, &*persistence, &dir, id, *json, *color).await,
             SessionsCommand::Rm { id } => remove(&*persistence, &dir, id).await,
             SessionsCommand::Rename { id, title } => rename(&*persistence, &dir, id, title).await,
         }
@@ -380,6 +380,7 @@ async fn stored(
 }
 
 async fn show(
+    runtime: &Runtime,
     persistence: &dyn SessionPersistence,
     dir: &std::path::Path,
     arg: &str,
@@ -423,9 +424,10 @@ async fn show(
         ColorChoice::Never => false,
         ColorChoice::Auto => terminal && !no_color && !dumb,
     };
-    let renderer = Renderer::transcript(color);
+    let tools = crate::compose::presenters(runtime).await?;
+    let renderer = Renderer::transcript(color, tools);
     for event in &loaded.events {
-        renderer.replay(event);
+        renderer.replay(event, &loaded.header.id);
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ pub const TASK_NOT_FOUND: &str = "task_not_found";
 /// The task was started by an earlier run of dsh (read from a resumed session's history).
 pub const TASK_FROM_EARLIER_RUN: &str = "task_from_earlier_run";
 /// The call was cancelled.
-pub const CANCELLED: &str = "cancelled";
+pub use dsh_tools::codes::CANCELLED;
 
 pub fn invalid(message: impl Into<String>) -> ToolError {
     ToolError::new(INVALID_ARGUMENTS, message)

@@ -96,7 +96,7 @@ fn code(error: &McpError) -> &'static str {
         McpError::Protocol { .. } => "mcp_protocol_error",
         McpError::Server { .. } => "mcp_server_error",
         McpError::Gone { .. } => "mcp_server_gone",
-        McpError::Cancelled { .. } => "cancelled",
+        McpError::Cancelled { .. } => dsh_tools::codes::CANCELLED,
     }
 }
 
@@ -147,7 +147,7 @@ impl Tool for McpToolAdapter {
                 }),
                 // Said as the bash tool says its own: the person stopped it, nothing failed.
                 Err(McpError::Cancelled { server }) => Err(ToolError::new(
-                    "cancelled",
+                    dsh_tools::codes::CANCELLED,
                     format!(
                         "[cancelled by the user after {:.1} s; MCP server {server} was told to \
                          stop the call]",

@@ -5,7 +5,7 @@ use dsh_kernel::CancellationToken;
 use dsh_session::SessionId;
 
 use crate::permission::{Effect, PermissionMode};
-use crate::present::ToolResultView;
+use crate::present::{ToolCallView, ToolResultView};
 
 /// One call awaiting a decision.
 #[derive(Clone, Debug)]
@@ -26,6 +26,8 @@ pub struct ApprovalRequest {
     pub effect: Effect,
     /// What it would change, when the tool can say (an edit's diff).
     pub preview: Option<ToolResultView>,
+    /// How the tool presents the call (a command as a terminal), when it does.
+    pub shown: Option<ToolCallView>,
     /// The turn's token: it fires when the turn is cancelled, and the gate should give up.
     pub cancel: CancellationToken,
 }

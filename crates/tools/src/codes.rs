@@ -15,6 +15,9 @@ pub const OUTPUT_TOO_LARGE: &str = "output_too_large";
 pub const TOO_MANY_CALLS: &str = "too_many_calls";
 /// The same call with the same arguments, a third time in a row; it did not run.
 pub const REPEATED_CALL: &str = "repeated_call";
+/// The user cancelled the call while it ran, and the tool stopped: the code every tool that
+/// watches its cancellation gives such a call, so a front end can say so in the tool's words.
+pub const CANCELLED: &str = "cancelled";
 /// The body never started (cancel, barrier failure, approval cancelled), and a call crash
 /// repair found unstarted: one code, defined with crash repair.
 pub use dsh_session::repair::TOOL_NOT_STARTED;

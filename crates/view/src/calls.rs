@@ -18,8 +18,6 @@ type Key = (u32, u32, String);
 pub(crate) struct OpenCall {
     pub card: Card,
     pub record: ToolCallRecord,
-    /// When its `tool/call` was appended.
-    pub time: i64,
 }
 
 #[derive(Default)]

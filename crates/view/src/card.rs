@@ -32,6 +32,8 @@ pub struct Card {
     pub raw_input: Value,
     /// The arguments as the model sent them. Raw.
     pub arguments: String,
+    /// When the call was recorded, in epoch milliseconds.
+    pub opened_at: i64,
 }
 
 /// How a card looks.

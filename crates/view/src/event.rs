@@ -57,13 +57,22 @@ pub enum Shown {
     CallOutput {
         /// The card's id.
         card: String,
+        /// The call's id as the model gave it (raw).
+        call_id: String,
         /// Raw: the command's own bytes as text, escape sequences and all.
         output: String,
     },
     /// A call ended (or was given up at its turn's end).
     CallClosed(Closed),
-    /// The plan, whole, each time the model changes it. Entries are safe text.
-    Plan(Vec<PlanEntry>),
+    /// The plan, whole, each time the model changes it.
+    Plan {
+        /// The turn.
+        turn: u32,
+        /// The step whose call changed it.
+        step: u32,
+        /// The steps of the plan, in order; their text is safe.
+        entries: Vec<PlanEntry>,
+    },
     /// A compaction is under way, was cancelled or failed (live only).
     Compacting(CompactingRecord),
     /// The model's history now starts again from a summary.

@@ -34,5 +34,9 @@ pub use event::{Answer, Compaction, Shown, ViewEvent};
 pub use project::Projector;
 pub use tally::Tally;
 
+/// The id of the one plan a session has, for a front end whose medium names plans (ACP's
+/// `plan_update`). It has been this since plans were first shown; clients keep it.
+pub const PLAN_ID: &str = "todo";
+
 #[cfg(test)]
 mod tests;

@@ -182,15 +182,18 @@ impl Projector {
                 });
             }
             Record::Compacted(record) => out.push(Shown::Compacted(self.compacted(record))),
-            Record::Plan(plan) => out.push(Shown::Plan(
-                plan.entries
+            Record::Plan(plan) => out.push(Shown::Plan {
+                turn: plan.turn,
+                step: plan.step,
+                entries: plan
+                    .entries
                     .into_iter()
                     .map(|entry| PlanEntry {
                         content: SafeText::plain(&entry.content),
                         ..entry
                     })
                     .collect(),
-            )),
+            }),
             Record::Instructions(context) => {
                 let warnings = self.warnings(&context);
                 if !warnings.is_empty() {
@@ -331,11 +334,11 @@ impl Projector {
             locations,
             raw_input,
             arguments: call.arguments.clone(),
+            opened_at: time,
         };
         self.calls.insert(OpenCall {
             card: card.clone(),
             record: call,
-            time,
         });
         card
     }
@@ -384,9 +387,9 @@ impl Projector {
             },
         };
         out.push(Shown::CallClosed(Closed {
+            elapsed_ms: Some(time - open.card.opened_at),
             card: open.card,
             end,
-            elapsed_ms: Some(time - open.time),
         }));
     }
 
@@ -395,6 +398,7 @@ impl Projector {
         let open = self.calls.last(piece.turn, piece.step, &piece.call_id)?;
         Some(Shown::CallOutput {
             card: open.card.id.clone(),
+            call_id: piece.call_id,
             output: piece.output,
         })
     }

@@ -193,12 +193,13 @@ proptest! {
             "assistant/message",
             json!({"turn": 1, "step": 1, "message": {"content": text, "reasoning": reasoning}}),
         );
-        // Stored whole: one chunk each.
-        let whole = vec![
-            chunk(1, "reasoning_delta", &reasoning),
-            chunk(1, "text_delta", &text),
-            answer(),
-        ];
+        // Stored whole: one chunk each (a stream with nothing in it has none).
+        let mut whole: Vec<SessionEvent> = [("reasoning_delta", &reasoning), ("text_delta", &text)]
+            .into_iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(kind, t)| chunk(1, kind, t))
+            .collect();
+        whole.push(answer());
         // Live: the same streams, cut anywhere, escape sequences included.
         let mut pieces: Vec<SessionEvent> = cut(&reasoning, &reasoning_cuts)
             .iter()
@@ -249,7 +250,7 @@ fn names_titles_and_plans_from_the_model_are_made_safe() {
                     strings.push(command);
                 }
             }
-            Shown::Plan(entries) => strings.extend(entries.into_iter().map(|e| e.content)),
+            Shown::Plan { entries, .. } => strings.extend(entries.into_iter().map(|e| e.content)),
             _ => {}
         }
     }

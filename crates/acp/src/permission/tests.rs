@@ -44,6 +44,7 @@ fn request(cancel: &CancellationToken) -> ApprovalRequest {
         arguments: json!({"command": "true"}),
         effect: dsh_tools::Effect::Execute,
         preview: None,
+        shown: None,
         cancel: cancel.clone(),
     }
 }
