@@ -156,7 +156,7 @@ pub(crate) async fn ordered_path(
     mut items: mpsc::UnboundedReceiver<Item>,
     parts: PathParts,
 ) {
-    let mut live = Renderer::default();
+    let mut live = Renderer::new(record.id.clone());
     while let Some(item) = items.recv().await {
         match item {
             Item::Event(event) => {
@@ -170,16 +170,10 @@ pub(crate) async fn ordered_path(
                 if !bound(&record, &decoded) {
                     continue;
                 }
-                // An editor has no place for them yet but its agent log.
-                if let LogRecord::Instructions(context) = &decoded {
-                    for warning in &context.warnings {
-                        tracing::warn!(session = %record.id, "{warning}");
-                    }
-                }
                 let updates = {
                     let asks = |tool: &str, args: &Value| asks(&parts, &record, tool, args);
                     let cx = context(&record, &parts, RenderMode::Live, &asks);
-                    live.render_record(decoded, &cx)
+                    live.render_record(decoded, event.time, &cx)
                 };
                 send_updates(&parts.out, &record.id, updates).await;
             }
@@ -383,7 +377,7 @@ async fn replay(
     silent: bool,
 ) -> Renderer {
     const JOIN_LIMIT: usize = 1024 * 1024;
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer::new(record.id.clone());
     let never = |_: &str, _: &Value| false;
     let cx = context(record, parts, RenderMode::Replay, &never);
     let mut pending: Vec<SessionUpdate> = Vec::new();

@@ -1,41 +1,36 @@
-//! Session events → `session/update`s: one pure renderer for live streaming and for
+//! The turn view → `session/update`s: one pure mapping for live streaming and for
 //! `session/load` replay, so a loaded session reads exactly as it did live.
 //!
-//! The renderer keeps the tool-call table: every call is announced once with a
-//! deterministic id (`<turn>:<step>:<call id>`, suffixed `:2`, `:3` … when a step repeats a
-//! call id), every update follows its announcement, and every call reaches `completed` or
-//! `failed` — at its result, at its turn's end, or when the replay or prompt closes.
+//! The session's turn view (`dsh-view`) keeps the call table; this keeps only how each card
+//! was announced to the client. Every call is announced once under its card's id, every
+//! update follows its announcement, and every call reaches `completed` or `failed` — at its
+//! result, at its turn's end, or when the replay or prompt closes.
 
 mod compaction;
 mod parts;
 #[cfg(test)]
 mod props;
-mod ring;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, Notice, NoticeSeverity, Plan as AcpPlan,
+    ContentBlock, ContentChunk, Cost, Diff, Notice, NoticeSeverity, Plan as AcpPlan,
     PlanEntry as AcpPlanEntry, PlanEntryPriority, PlanEntryStatus, PlanUpdate, PlanUpdateContent,
     SessionInfoUpdate, SessionUpdate, Terminal, ToolCall, ToolCallContent, ToolCallId,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use dsh_agent::MessageSource;
-use dsh_agent::record::{
-    Chunk, PlanRecord, PlanStatus, Record, ToolCallRecord, ToolProgressRecord, ToolResultRecord,
-};
-use dsh_session::{SessionEvent, TurnEndReason};
-use dsh_tools::{ToolCallView, ToolRegistry, ToolResultView};
+use dsh_agent::record::{PlanEntry, PlanStatus, Record, ToolProgressRecord};
+use dsh_session::{SessionEvent, SessionId, TurnEndReason};
+use dsh_tools::safe_text::SafeText;
+use dsh_tools::{ToolRegistry, ToolResultView};
+use dsh_view::{Card, CardEnd, Closed, Look, Projector, Shown, Tally, ViewEvent};
 use serde_json::{Value, json};
 
-use dsh_tools::safe_text::SafeText;
-use parts::{
-    absolute, cap, console, exit_meta, message, meta_of, parse_arguments, present_call,
-    present_result, shown, thought, tool_kind,
-};
+use parts::{absolute, cap, console, exit_meta, message, meta_of, shown, thought, tool_kind};
 
 /// How much of a running call's output a client without cards is shown: the tail. Each
 /// update replaces the call's content, so the whole output so far in every update would
@@ -91,10 +86,9 @@ fn stopped_notice(reason: &TurnEndReason, cx: &RenderContext<'_>) -> Option<Sess
     }
 }
 
-/// A plan record as the updates a client with `caps` takes.
-fn plan_updates(plan: &PlanRecord, caps: &RenderCaps) -> Vec<SessionUpdate> {
-    let entries: Vec<AcpPlanEntry> = plan
-        .entries
+/// A plan as the updates a client with `caps` takes.
+fn plan_updates(entries: &[PlanEntry], caps: &RenderCaps) -> Vec<SessionUpdate> {
+    let entries: Vec<AcpPlanEntry> = entries
         .iter()
         .map(|entry| {
             let status = match entry.status {
@@ -102,11 +96,7 @@ fn plan_updates(plan: &PlanRecord, caps: &RenderCaps) -> Vec<SessionUpdate> {
                 PlanStatus::InProgress => PlanEntryStatus::InProgress,
                 PlanStatus::Completed => PlanEntryStatus::Completed,
             };
-            AcpPlanEntry::new(
-                SafeText::plain(&entry.content),
-                PlanEntryPriority::Medium,
-                status,
-            )
+            AcpPlanEntry::new(entry.content.clone(), PlanEntryPriority::Medium, status)
         })
         .collect();
     let mut out = Vec::new();
@@ -159,10 +149,9 @@ pub(crate) struct RenderContext<'a> {
     pub prices: Option<&'a dsh_llm::Prices>,
 }
 
-/// An announced call without a final status.
+/// What ACP keeps of an announced card beyond the view's: how it was announced, for the
+/// permission request that repeats it and for the updates that follow.
 struct OpenCall {
-    turn: u32,
-    record: ToolCallRecord,
     /// Announced as a terminal card (so its final update carries `terminal_exit`).
     card: bool,
     /// The `content` it was announced with (a permission request repeats it).
@@ -190,32 +179,25 @@ pub(crate) struct Announced {
     pub content: Vec<ToolCallContent>,
 }
 
-/// The renderer's state for one session (live) or one replay.
-#[derive(Default)]
+/// The renderer of one session (live) or one replay: the session's turn view, mapped.
 pub(crate) struct Renderer {
+    view: Projector,
+    /// The announced cards still open, by card id.
     open: HashMap<String, OpenCall>,
-    /// Announcement order, so closures come out in a stable order.
-    order: Vec<String>,
-    /// Per step and harness call id: the ACP ids still open, earliest first.
-    by_call: HashMap<(u32, u32, String), Vec<String>>,
-    /// Per step and harness call id: how many calls have used it.
-    used: HashMap<(u32, u32, String), u32>,
-    /// Steps that streamed a chunk since their last committed message.
-    streamed: HashSet<(u32, u32)>,
-    /// Replay: human prompts held until their step shows an answer.
-    held: Vec<((u32, u32), SessionUpdate)>,
-    /// The streamed answer and reasoning, filtered as streams: a chunk may end inside an
-    /// escape sequence.
-    text: SafeText,
-    reasoning: SafeText,
-    /// The context ring's window and the session's cost so far.
-    ring: ring::Ring,
 }
 
 impl Renderer {
-    /// Goes on from where a replay of the same session left: the ring's window and cost.
+    /// A renderer for `session`, from its start.
+    pub(crate) fn new(session: SessionId) -> Renderer {
+        Renderer {
+            view: Projector::new(session),
+            open: HashMap::new(),
+        }
+    }
+
+    /// Goes on from where a replay of the same session left: the usage and the cost.
     pub(crate) fn carry_on(&mut self, replayed: &Renderer) {
-        self.ring = replayed.ring.clone();
+        self.view.carry_on(&replayed.view);
     }
 
     /// The updates for one event.
@@ -225,7 +207,7 @@ impl Renderer {
         cx: &RenderContext<'_>,
     ) -> Vec<SessionUpdate> {
         match Record::decode(event) {
-            Ok(record) => self.render_record(record, cx),
+            Ok(record) => self.render_record(record, event.time, cx),
             Err(err) => {
                 tracing::warn!("not rendered: {err}");
                 Vec::new()
@@ -233,157 +215,207 @@ impl Renderer {
         }
     }
 
-    /// The updates for one event already decoded.
+    /// The updates for one event already decoded, appended at `time`.
     pub(crate) fn render_record(
         &mut self,
         record: Record,
+        time: i64,
         cx: &RenderContext<'_>,
     ) -> Vec<SessionUpdate> {
-        let mut out = Vec::new();
-        match record {
-            Record::UserMessage(user) => {
-                if cx.mode == RenderMode::Replay && user.message.source == MessageSource::User {
-                    let update = SessionUpdate::UserMessageChunk(ContentChunk::new(
-                        ContentBlock::from(SafeText::plain(&user.message.text)),
-                    ));
-                    self.held.push(((user.turn, user.step), update));
-                }
-            }
-            Record::AssistantChunk(chunk) => {
-                self.release((chunk.turn, chunk.step), &mut out);
-                self.streamed.insert((chunk.turn, chunk.step));
-                let (piece, is_text) = match chunk.chunk {
-                    Chunk::ReasoningDelta(text) => (self.reasoning.push(text.as_bytes()), false),
-                    Chunk::TextDelta(text) => (self.text.push(text.as_bytes()), true),
-                };
-                match (piece.is_empty(), is_text) {
-                    (true, _) => {}
-                    (false, true) => out.push(message(piece)),
-                    (false, false) => out.push(thought(piece)),
-                }
-            }
-            Record::AssistantMessage(answer) => {
-                let step = (answer.turn, answer.step);
-                self.release(step, &mut out);
-                self.text.finish();
-                self.reasoning.finish();
-                if !self.streamed.remove(&step) {
-                    let reasoning = answer.message.reasoning.unwrap_or_default();
-                    let reasoning = SafeText::plain(&reasoning);
-                    if !reasoning.is_empty() {
-                        out.push(thought(reasoning));
-                    }
-                    let content = SafeText::plain(&answer.message.content);
-                    if !content.is_empty() {
-                        out.push(message(content));
-                    }
-                }
-                // The context ring: how full the model's context is after this call.
-                out.extend(
-                    self.ring
-                        .answered(answer.context, answer.usage.as_ref(), cx.prices),
-                );
-            }
-            Record::ToolCall(call) => {
-                self.release((call.turn, call.step), &mut out);
-                out.push(self.announce(call, cx));
-            }
-            Record::ToolResult(result) => self.result(result, cx, &mut out),
-            Record::StepEnd(at) => {
-                // A prompt whose turn ended before any answer is still part of the
-                // conversation (the model sees it too): shown at its step's end.
-                self.release((at.turn, at.step), &mut out);
-                self.streamed.remove(&(at.turn, at.step));
-            }
-            Record::TurnEnd(end) => {
-                out.extend(self.close_turn(Some(end.turn)));
-                out.extend(stopped_notice(&end.reason, cx));
-            }
-            // The transcript keeps everything; the client is shown where the model's history
-            // starts again from a summary.
-            Record::Compacted(record) => {
-                out.extend(compaction::compacted_updates(
-                    &record,
-                    cx.caps,
-                    &mut self.ring,
-                    cx.prices,
-                ));
-            }
-            // The editor's history names the session from here on (a replay too).
-            // In a replay it follows the prompt that gave it, which may be held.
-            Record::Title(title) => {
-                let update = SessionUpdate::SessionInfoUpdate(
-                    SessionInfoUpdate::new().title(SafeText::plain(&title.title)),
-                );
-                match self.held.last().map(|(step, _)| *step) {
-                    Some(step) => self.held.push((step, update)),
-                    None => out.push(update),
-                }
-            }
-            // The plan: always as `plan`, which every client takes, and as `plan_update` to a
-            // client that said it takes those.
-            Record::Plan(plan) => out.extend(plan_updates(&plan, &cx.caps)),
-            // A settings change reaches the client through the option set of the request
-            // that made it (the record layer answers with it).
-            Record::ConfigChanged(_) => {}
-            Record::TurnStart(_)
-            | Record::StepStart(_)
-            | Record::Instructions(_)
-            | Record::Other => {}
-        }
-        out
+        self.view.set_prices(cx.prices.cloned());
+        let shown = self.view.record(record, time, cx.tools);
+        self.map(shown, cx)
     }
 
     /// Closes, as failed, every open call of `turn` (every open call when `None`).
     pub(crate) fn close_turn(&mut self, turn: Option<u32>) -> Vec<SessionUpdate> {
-        let closing: Vec<String> = self
-            .order
-            .iter()
-            .filter(|id| {
-                self.open
-                    .get(*id)
-                    .is_some_and(|call| turn.is_none_or(|t| call.turn == t))
+        let shown = self.view.close_turn(turn);
+        shown
+            .into_iter()
+            .filter_map(|event| match event.shown {
+                Shown::CallClosed(closed) => self.closed(closed, Path::new("")),
+                _ => None,
             })
-            .cloned()
-            .collect();
-        let mut out = Vec::new();
-        for id in closing {
-            if let Some(call) = self.take(&id) {
-                let mut update = ToolCallUpdate::new(
-                    ToolCallId::new(id.as_str()),
-                    ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
-                );
-                if call.card {
-                    update = update.meta(exit_meta(&id, None, None));
-                }
-                out.push(SessionUpdate::ToolCallUpdate(update));
-            }
-        }
-        self.held.clear();
-        out
+            .collect()
     }
 
     /// The updates for a running call's output: appended to its terminal card, or, for a
     /// client without cards, the output so far as its content (each update replaces it).
     pub(crate) fn progress(&mut self, piece: ToolProgressRecord) -> Vec<SessionUpdate> {
-        let Some(id) = self
-            .by_call
-            .get(&(piece.turn, piece.step, piece.call_id))
-            .and_then(|ids| ids.last().cloned())
-        else {
-            return Vec::new();
+        let shown = self.view.progress(piece);
+        shown
+            .into_iter()
+            .filter_map(|event| match event.shown {
+                Shown::CallOutput { card, output, .. } => self.output(&card, &output),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Marks an announced call as running; true when it had been announced as waiting.
+    pub(crate) fn start(&mut self, tool_call_id: &str) -> bool {
+        match self.open.get_mut(tool_call_id) {
+            Some(call) if call.pending => {
+                call.pending = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The open call a permission request is about: the latest open call of this step with
+    /// this call id.
+    pub(crate) fn announced(&self, turn: u32, step: u32, call_id: &str) -> Option<Announced> {
+        let card = self.view.open_card(turn, step, call_id)?;
+        let call = self.open.get(&card.id)?;
+        Some(Announced {
+            tool_call_id: card.id.clone(),
+            title: call.title.clone(),
+            kind: call.kind,
+            raw_input: call.raw_input.clone(),
+            content: call.content.clone(),
+        })
+    }
+
+    /// View events as updates.
+    fn map(&mut self, shown: Vec<ViewEvent>, cx: &RenderContext<'_>) -> Vec<SessionUpdate> {
+        let mut out = Vec::new();
+        for event in shown {
+            match event.shown {
+                // The editor shows a prompt as it is sent; a replay shows the person's.
+                Shown::Prompt { text, source } => {
+                    if cx.mode == RenderMode::Replay && source == MessageSource::User {
+                        out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                            ContentBlock::from(text),
+                        )));
+                    }
+                }
+                // The editor's history names the session from here on (a replay too).
+                Shown::Title(title) => out.push(SessionUpdate::SessionInfoUpdate(
+                    SessionInfoUpdate::new().title(title),
+                )),
+                Shown::Text(text) => out.push(message(text)),
+                Shown::Reasoning(text) => out.push(thought(text)),
+                Shown::Answered(answer) => {
+                    if !answer.streamed {
+                        if !answer.reasoning.is_empty() {
+                            out.push(thought(answer.reasoning));
+                        }
+                        if !answer.text.is_empty() {
+                            out.push(message(answer.text));
+                        }
+                    }
+                    // The context ring: how full the model's context is after this call.
+                    out.extend(
+                        answer
+                            .context
+                            .map(|c| usage(c.used, c.window, &answer.totals)),
+                    );
+                }
+                Shown::CallOpened(card) => out.push(self.announce(card, cx)),
+                Shown::CallOutput { card, output, .. } => out.extend(self.output(&card, &output)),
+                Shown::CallClosed(closed) => out.extend(self.closed(closed, cx.cwd)),
+                // The plan: always as `plan`, which every client takes, and as `plan_update`
+                // to a client that said it takes those.
+                Shown::Plan { entries, .. } => out.extend(plan_updates(&entries, &cx.caps)),
+                // The transcript keeps everything; the client is shown where the model's
+                // history starts again from a summary, and the context it left.
+                Shown::Compacted(compaction) => {
+                    out.extend(compaction::compacted_updates(&compaction, cx.caps));
+                    out.extend(
+                        compaction
+                            .context
+                            .map(|c| usage(c.used, c.window, &compaction.totals)),
+                    );
+                }
+                // An editor has no place for them but its agent log.
+                Shown::Warnings(warnings) => {
+                    for warning in warnings {
+                        tracing::warn!("{warning}");
+                    }
+                }
+                Shown::TurnEnded { reason, .. } => out.extend(stopped_notice(&reason, cx)),
+                Shown::Compacting(note) => out.extend(compacting_updates(&note, cx.caps)),
+                Shown::TurnStarted { .. } | Shown::StepStarted { .. } | Shown::ModelProgress(_) => {
+                }
+            }
+        }
+        out
+    }
+
+    fn announce(&mut self, card: Card, cx: &RenderContext<'_>) -> SessionUpdate {
+        let id = card.id;
+        let status = match cx.mode {
+            RenderMode::Live if (cx.asks)(&card.name, &card.raw_input) => ToolCallStatus::Pending,
+            RenderMode::Live | RenderMode::Replay => ToolCallStatus::InProgress,
         };
-        let Some(call) = self.open.get_mut(&id) else {
-            return Vec::new();
+        let (kind, content, locations, meta) = match card.look {
+            Look::Terminal {
+                description, cwd, ..
+            } => {
+                let mut content: Vec<ToolCallContent> =
+                    description.map(ToolCallContent::from).into_iter().collect();
+                let mut meta = None;
+                if cx.caps.terminal_card {
+                    content.push(ToolCallContent::Terminal(Terminal::new(id.clone())));
+                    let dir = match cwd {
+                        Some(dir) if dir.is_relative() => cx.cwd.join(dir),
+                        Some(dir) => dir,
+                        None => cx.cwd.to_path_buf(),
+                    };
+                    meta = Some(meta_of(json!({
+                        "terminal_info": {"terminal_id": id, "cwd": dir}
+                    })));
+                }
+                (ToolKind::Execute, content, Vec::new(), meta)
+            }
+            Look::Generic { content, .. } => (
+                tool_kind(card.kind),
+                content.into_iter().map(ToolCallContent::from).collect(),
+                card.locations
+                    .into_iter()
+                    .map(|l| ToolCallLocation::new(absolute(cx.cwd, l.path)).line(l.line))
+                    .collect(),
+                None,
+            ),
         };
+        let mut announcement = ToolCall::new(ToolCallId::new(id.as_str()), card.title.clone())
+            .kind(kind)
+            .status(status)
+            .content(content.clone())
+            .locations(locations)
+            .raw_input(card.raw_input.clone());
+        let terminal_card = meta.is_some();
+        if let Some(meta) = meta {
+            announcement = announcement.meta(meta);
+        }
+        self.open.insert(
+            id,
+            OpenCall {
+                card: terminal_card,
+                content,
+                title: card.title,
+                kind,
+                raw_input: card.raw_input,
+                pending: status == ToolCallStatus::Pending,
+                streamed: false,
+                live: String::new(),
+                live_dropped: 0,
+            },
+        );
+        SessionUpdate::ToolCall(announcement)
+    }
+
+    fn output(&mut self, id: &str, output: &str) -> Option<SessionUpdate> {
+        let call = self.open.get_mut(id)?;
         call.streamed = true;
-        let tool_call_id = ToolCallId::new(id.as_str());
+        let tool_call_id = ToolCallId::new(id);
         let update = if call.card {
             ToolCallUpdate::new(tool_call_id, ToolCallUpdateFields::new()).meta(meta_of(json!({
-                "terminal_output": {"terminal_id": id, "data": piece.output}
+                "terminal_output": {"terminal_id": id, "data": output}
             })))
         } else {
-            call.live.push_str(&piece.output);
+            call.live.push_str(output);
             if call.live.len() > LIVE_TAIL {
                 let mut cut = call.live.len() - LIVE_TAIL;
                 while !call.live.is_char_boundary(cut) {
@@ -405,284 +437,104 @@ impl Renderer {
                     .content(vec![ToolCallContent::from(console(&shown, None, None))]),
             )
         };
-        vec![SessionUpdate::ToolCallUpdate(update)]
+        Some(SessionUpdate::ToolCallUpdate(update))
     }
 
-    /// Marks an announced call as running; true when it had been announced as waiting.
-    pub(crate) fn start(&mut self, tool_call_id: &str) -> bool {
-        match self.open.get_mut(tool_call_id) {
-            Some(call) if call.pending => {
-                call.pending = false;
-                true
-            }
-            _ => false,
+    /// A closed card's final update; `cwd` joins the relative path of a change (a card
+    /// closed without a result has none).
+    fn closed(&mut self, closed: Closed, cwd: &Path) -> Option<SessionUpdate> {
+        let id = closed.card.id;
+        let call = self.open.remove(&id)?;
+        Some(final_update(&id, &call, closed.end, cwd))
+    }
+}
+
+/// A `usage_update`: the context against the window, and the session's cost so far when
+/// the model's prices are known.
+fn usage(used: u64, window: u64, totals: &Tally) -> SessionUpdate {
+    let cost = totals
+        .prices
+        .as_ref()
+        .map(|p| Cost::new(totals.spent, p.currency.clone()));
+    SessionUpdate::UsageUpdate(UsageUpdate::new(used, window).cost(cost))
+}
+
+/// The last update of a call: its status, and its result as the tool shows it.
+fn final_update(id: &str, call: &OpenCall, end: CardEnd, cwd: &Path) -> SessionUpdate {
+    let tool_call_id = ToolCallId::new(id);
+    let failed = |content: Option<&str>| {
+        let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Failed);
+        if let Some(content) = content {
+            fields = fields.content(vec![ToolCallContent::from(shown(content))]);
         }
-    }
-
-    /// The open call a permission request is about: the latest open call of this step with
-    /// this harness id.
-    pub(crate) fn announced(&self, turn: u32, step: u32, call_id: &str) -> Option<Announced> {
-        let ids = self.by_call.get(&(turn, step, call_id.to_owned()))?;
-        let id = ids.last()?;
-        let call = self.open.get(id)?;
-        Some(Announced {
-            tool_call_id: id.clone(),
-            title: call.title.clone(),
-            kind: call.kind,
-            raw_input: call.raw_input.clone(),
-            content: call.content.clone(),
-        })
-    }
-
-    fn release(&mut self, step: (u32, u32), out: &mut Vec<SessionUpdate>) {
-        if self.held.iter().any(|(s, _)| *s == step) {
-            let held = std::mem::take(&mut self.held);
-            for (s, update) in held {
-                if s == step {
-                    out.push(update);
-                } else {
-                    self.held.push((s, update));
-                }
-            }
+        let update = ToolCallUpdate::new(tool_call_id.clone(), fields);
+        match call.card {
+            true => update.meta(exit_meta(id, None, None)),
+            false => update,
         }
-    }
-
-    fn announce(&mut self, call: ToolCallRecord, cx: &RenderContext<'_>) -> SessionUpdate {
-        let key = (call.turn, call.step, call.call_id.clone());
-        let n = self.used.entry(key.clone()).or_insert(0);
-        *n += 1;
-        let id = match *n {
-            1 => format!("{}:{}:{}", call.turn, call.step, call.call_id),
-            n => format!("{}:{}:{}:{n}", call.turn, call.step, call.call_id),
-        };
-        let raw_input = parse_arguments(&call.arguments);
-        let view = present_call(cx.tools, &call);
-        let status = match cx.mode {
-            RenderMode::Live if (cx.asks)(&call.name, &raw_input) => ToolCallStatus::Pending,
-            _ => ToolCallStatus::InProgress,
-        };
-        let (title, kind, content, locations, card, meta) = match view {
-            Some(ToolCallView::Terminal {
-                command,
-                description,
-                cwd,
-                raw_input: _,
-            }) => {
-                let mut content: Vec<ToolCallContent> = description
-                    .map(|d| ToolCallContent::from(SafeText::plain(&d)))
-                    .into_iter()
-                    .collect();
-                let mut meta = None;
-                if cx.caps.terminal_card {
-                    content.push(ToolCallContent::Terminal(Terminal::new(id.clone())));
-                    let dir = match cwd {
-                        Some(dir) if dir.is_relative() => cx.cwd.join(dir),
-                        Some(dir) => dir,
-                        None => cx.cwd.to_path_buf(),
-                    };
-                    meta = Some(meta_of(json!({
-                        "terminal_info": {"terminal_id": id, "cwd": dir}
-                    })));
+    };
+    let update = match end {
+        CardEnd::Abandoned => failed(None),
+        CardEnd::Failed { content, .. } => failed(Some(&content)),
+        CardEnd::Completed { shown: view, .. } => match view {
+            ToolResultView::Terminal { output, exit } if call.card => {
+                let mut meta = exit_meta(id, exit.exit_code, exit.signal.as_deref());
+                // The card appends what it gets: output it was sent while the call ran is
+                // not sent again.
+                if !call.streamed {
+                    meta.insert(
+                        "terminal_output".into(),
+                        json!({"terminal_id": id, "data": cap(&output)}),
+                    );
                 }
-                let card = meta.is_some();
-                (command, ToolKind::Execute, content, Vec::new(), card, meta)
+                ToolCallUpdate::new(
+                    tool_call_id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
+                )
+                .meta(meta)
             }
-            Some(ToolCallView::Generic {
-                title,
-                summary: _,
-                kind,
-                raw_input: _,
-                content,
-                locations,
-            }) => (
-                title,
-                tool_kind(kind),
-                content
-                    .iter()
-                    .map(|c| ToolCallContent::from(SafeText::plain(c)))
-                    .collect(),
-                locations
-                    .into_iter()
-                    .map(|l| ToolCallLocation::new(absolute(cx.cwd, l.path)).line(l.line))
-                    .collect(),
-                false,
-                None,
-            ),
-            None => (
-                call.name.clone(),
-                ToolKind::Other,
-                Vec::new(),
-                Vec::new(),
-                false,
-                None,
-            ),
-        };
-        let title = SafeText::plain(&title);
-        let mut announcement = ToolCall::new(ToolCallId::new(id.as_str()), title.clone())
-            .kind(kind)
-            .status(status)
-            .content(content.clone())
-            .locations(locations)
-            .raw_input(raw_input.clone());
-        if let Some(meta) = meta {
-            announcement = announcement.meta(meta);
-        }
-        self.by_call.entry(key).or_default().push(id.clone());
-        self.order.push(id.clone());
-        self.open.insert(
-            id,
-            OpenCall {
-                turn: call.turn,
-                record: call,
-                card,
-                content,
-                title,
-                kind,
-                raw_input,
-                pending: status == ToolCallStatus::Pending,
-                streamed: false,
-                live: String::new(),
-                live_dropped: 0,
-            },
-        );
-        SessionUpdate::ToolCall(announcement)
-    }
-
-    fn result(
-        &mut self,
-        result: ToolResultRecord,
-        cx: &RenderContext<'_>,
-        out: &mut Vec<SessionUpdate>,
-    ) {
-        let key = (result.turn, result.step, result.call_id.clone());
-        let open = self.by_call.get(&key).and_then(|ids| ids.first().cloned());
-        let id = match open {
-            Some(id) => id,
-            None => {
-                // A result whose call this renderer never saw (a repaired log): announce a
-                // stand-in so the update still follows a call.
-                let stand_in = ToolCallRecord {
-                    turn: result.turn,
-                    step: result.step,
-                    call_id: result.call_id.clone(),
-                    name: "tool".into(),
-                    arguments: String::new(),
-                };
-                out.push(self.announce(stand_in, cx));
-                match self.by_call.get(&key).and_then(|ids| ids.last().cloned()) {
-                    Some(id) => id,
-                    None => return,
-                }
-            }
-        };
-        let Some(call) = self.take(&id) else {
-            return;
-        };
-        let view = if result.is_error {
-            None
-        } else {
-            present_result(cx.tools, &call.record, &result)
-        };
-        let tool_call_id = ToolCallId::new(id.as_str());
-        let update = if result.is_error {
-            let update = ToolCallUpdate::new(
+            ToolResultView::Terminal { output, exit } => ToolCallUpdate::new(
                 tool_call_id,
                 ToolCallUpdateFields::new()
-                    .status(ToolCallStatus::Failed)
-                    .content(vec![ToolCallContent::from(shown(&result.content))]),
-            );
-            if call.card {
-                update.meta(exit_meta(&id, None, None))
-            } else {
-                update
-            }
-        } else {
-            match view {
-                Some(ToolResultView::Terminal { output, exit }) if call.card => {
-                    let mut meta = exit_meta(&id, exit.exit_code, exit.signal.as_deref());
-                    // The card appends what it gets: output it was sent while the call ran is
-                    // not sent again.
-                    if !call.streamed {
-                        meta.insert(
-                            "terminal_output".into(),
-                            json!({"terminal_id": id, "data": cap(&output)}),
-                        );
-                    }
-                    ToolCallUpdate::new(
-                        tool_call_id,
-                        ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
-                    )
-                    .meta(meta)
-                }
-                Some(ToolResultView::Terminal { output, exit }) => ToolCallUpdate::new(
+                    .status(ToolCallStatus::Completed)
+                    .content(vec![ToolCallContent::from(console(
+                        &output,
+                        exit.exit_code,
+                        exit.signal.as_deref(),
+                    ))]),
+            ),
+            ToolResultView::Diff {
+                path,
+                old_text,
+                new_text,
+                first_line,
+                created,
+                summary: _,
+            } => {
+                let (diff, location) =
+                    diff_card(cwd, path, old_text, new_text, first_line, created);
+                ToolCallUpdate::new(
                     tool_call_id,
                     ToolCallUpdateFields::new()
                         .status(ToolCallStatus::Completed)
-                        .content(vec![ToolCallContent::from(console(
-                            &output,
-                            exit.exit_code,
-                            exit.signal.as_deref(),
-                        ))]),
-                ),
-                Some(ToolResultView::Diff {
-                    path,
-                    old_text,
-                    new_text,
-                    first_line,
-                    created,
-                    summary: _,
-                }) => {
-                    let (diff, location) =
-                        diff_card(cx.cwd, path, old_text, new_text, first_line, created);
-                    ToolCallUpdate::new(
-                        tool_call_id,
-                        ToolCallUpdateFields::new()
-                            .status(ToolCallStatus::Completed)
-                            .content(vec![diff])
-                            .locations(vec![location]),
-                    )
-                }
-                Some(ToolResultView::Generic {
-                    content,
-                    summary: _,
-                }) => ToolCallUpdate::new(
-                    tool_call_id,
-                    ToolCallUpdateFields::new()
-                        .status(ToolCallStatus::Completed)
-                        .content(
-                            content
-                                .iter()
-                                .map(|c| ToolCallContent::from(shown(c)))
-                                .collect::<Vec<_>>(),
-                        ),
-                ),
-                None => ToolCallUpdate::new(
-                    tool_call_id,
-                    ToolCallUpdateFields::new()
-                        .status(ToolCallStatus::Completed)
-                        .content(vec![ToolCallContent::from(shown(&result.content))]),
-                ),
+                        .content(vec![diff])
+                        .locations(vec![location]),
+                )
             }
-        };
-        out.push(SessionUpdate::ToolCallUpdate(update));
-    }
-
-    fn take(&mut self, id: &str) -> Option<OpenCall> {
-        let call = self.open.remove(id)?;
-        self.order.retain(|o| o != id);
-        let key = (
-            call.record.turn,
-            call.record.step,
-            call.record.call_id.clone(),
-        );
-        if let Some(ids) = self.by_call.get_mut(&key) {
-            ids.retain(|o| o != id);
-            if ids.is_empty() {
-                self.by_call.remove(&key);
-            }
-        }
-        Some(call)
-    }
+            ToolResultView::Generic { content, .. } => ToolCallUpdate::new(
+                tool_call_id,
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Completed)
+                    .content(
+                        content
+                            .iter()
+                            .map(|c| ToolCallContent::from(shown(c)))
+                            .collect::<Vec<_>>(),
+                    ),
+            ),
+        },
+    };
+    SessionUpdate::ToolCallUpdate(update)
 }
 
 /// A change as ACP's `diff` content with the location of its first line. A file that did not

@@ -103,10 +103,21 @@ impl Projector {
         shown.into_iter().map(|s| self.named(s)).collect()
     }
 
-    /// Closes every open card as abandoned: a replay or a prompt is over.
-    pub fn close(&mut self) -> Vec<ViewEvent> {
+    /// The events of a running call's output (the one notice a front end may hand over
+    /// already decoded).
+    pub fn progress(&mut self, piece: ToolProgressRecord) -> Vec<ViewEvent> {
+        self.output(piece)
+            .into_iter()
+            .map(|s| self.named(s))
+            .collect()
+    }
+
+    /// Closes the open cards of `turn` (every open card when `None`) as abandoned, and
+    /// drops the prompts still waiting: a prompt, or a replay, is over.
+    pub fn close_turn(&mut self, turn: Option<u32>) -> Vec<ViewEvent> {
         let mut out = Vec::new();
-        self.abandon(None, &mut out);
+        self.abandon(turn, &mut out);
+        self.held.clear();
         out.into_iter().map(|s| self.named(s)).collect()
     }
 
@@ -413,9 +424,6 @@ impl Projector {
                     elapsed_ms: None,
                 }));
             }
-        }
-        if turn.is_none() {
-            self.held.clear();
         }
     }
 }

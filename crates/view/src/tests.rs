@@ -78,7 +78,7 @@ fn project(events: &[SessionEvent], tools: &dyn ToolRegistry) -> Vec<Shown> {
         .flat_map(|e| projector.event(e, tools))
         .map(|v| v.shown)
         .collect();
-    out.extend(projector.close().into_iter().map(|v| v.shown));
+    out.extend(projector.close_turn(None).into_iter().map(|v| v.shown));
     out
 }
 

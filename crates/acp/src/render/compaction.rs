@@ -3,18 +3,18 @@
 //! the summary (or `failed`, `cancelled`); one named by the seq the summary stands for, which
 //! the live notice and the stored record share, so a replay names it as it was named live.
 //! Any other client gets a line in the transcript where the model's history starts again.
-//! Either way the context ring follows: the usage after a compaction is what it left.
+//! Either way the context ring follows (from the turn view): the usage after a compaction
+//! is what it left.
 
 use agent_client_protocol_schema::v1::{
     CompactionStatus, CompactionUpdate, ContentBlock, SessionUpdate,
 };
-use dsh_agent::record::{CompactedRecord, CompactingRecord, CompactingState};
-use dsh_llm::Prices;
+use dsh_agent::record::{CompactingRecord, CompactingState};
 use dsh_tools::safe_text::SafeText;
+use dsh_view::Compaction;
 
 use super::RenderCaps;
 use super::parts::message;
-use super::ring::Ring;
 
 /// Where a compaction happened, as the transcript of a client without compaction updates
 /// shows it.
@@ -46,23 +46,14 @@ pub(crate) fn compacting_updates(note: &CompactingRecord, caps: RenderCaps) -> V
     vec![SessionUpdate::CompactionUpdate(update)]
 }
 
-/// The updates for a recorded compaction, the ring's after it.
-pub(crate) fn compacted_updates(
-    record: &CompactedRecord,
-    caps: RenderCaps,
-    ring: &mut Ring,
-    prices: Option<&Prices>,
-) -> Vec<SessionUpdate> {
-    let mut out = Vec::new();
-    if caps.compaction {
-        let summary = vec![ContentBlock::from(SafeText::plain(&record.summary))];
-        out.push(SessionUpdate::CompactionUpdate(
-            CompactionUpdate::new(id(record.through_seq), CompactionStatus::Completed)
-                .summary(summary),
-        ));
-    } else {
-        out.push(message(COMPACTED_MARK.to_owned()));
+/// The update for a recorded compaction (the usage after it follows).
+pub(crate) fn compacted_updates(compaction: &Compaction, caps: RenderCaps) -> Vec<SessionUpdate> {
+    if !caps.compaction {
+        return vec![message(COMPACTED_MARK.to_owned())];
     }
-    out.extend(ring.compacted(record.tokens_after, record.usage.as_ref(), prices));
-    out
+    let summary = vec![ContentBlock::from(compaction.summary.clone())];
+    vec![SessionUpdate::CompactionUpdate(
+        CompactionUpdate::new(id(compaction.through_seq), CompactionStatus::Completed)
+            .summary(summary),
+    )]
 }

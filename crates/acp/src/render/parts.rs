@@ -1,13 +1,10 @@
-//! Building blocks of updates: chunks, tool kinds, terminal metadata, fenced output, and
-//! the tools' presenters called so that a panic costs a card, not the prompt.
+//! Building blocks of updates: chunks, tool kinds, terminal metadata, fenced output.
 
 use dsh_tools::safe_text::SafeText;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{ContentBlock, ContentChunk, Meta, SessionUpdate, ToolKind};
-use dsh_kernel::contain::catch;
-use dsh_session::{ToolCallRecord, ToolResultRecord};
-use dsh_tools::{ToolCallView, ToolKindHint, ToolRegistry, ToolResultView};
+use dsh_tools::ToolKindHint;
 use serde_json::{Value, json};
 
 use super::OUTPUT_LIMIT;
@@ -18,35 +15,6 @@ pub(super) fn thought(text: String) -> SessionUpdate {
 
 pub(super) fn message(text: String) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
-}
-
-/// The arguments as JSON, or the raw text when they are not JSON.
-pub(super) fn parse_arguments(arguments: &str) -> Value {
-    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
-}
-
-/// A presenter that panics costs its card, not the prompt.
-pub(super) fn present_call(
-    tools: &dyn ToolRegistry,
-    call: &ToolCallRecord,
-) -> Option<ToolCallView> {
-    let tool = tools.get(&call.name)?;
-    catch(|| tool.present_call(call)).unwrap_or_else(|_| {
-        tracing::warn!(tool = %call.name, "a tool's call presenter panicked; shown generically");
-        None
-    })
-}
-
-pub(super) fn present_result(
-    tools: &dyn ToolRegistry,
-    call: &ToolCallRecord,
-    result: &ToolResultRecord,
-) -> Option<ToolResultView> {
-    let tool = tools.get(&call.name)?;
-    catch(|| tool.present_result(call, result)).unwrap_or_else(|_| {
-        tracing::warn!(tool = %call.name, "a tool's result presenter panicked; shown generically");
-        None
-    })
 }
 
 pub(super) fn tool_kind(hint: ToolKindHint) -> ToolKind {

@@ -144,7 +144,7 @@ fn render_all(
         asks: &ask,
         prices,
     };
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer::new(dsh_session::SessionId::mint());
     let mut out: Vec<Value> = events
         .iter()
         .flat_map(|e| renderer.render(e, &cx))
