@@ -10,9 +10,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_client_protocol_schema::v1::{
+    ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest,
+};
 use async_trait::async_trait;
 use dsh_fs::{FileAccess, FsError, TextFile, Version, check_expected};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::outgoing::OutgoingTable;
 use crate::rpc::request_frame;
@@ -36,7 +40,12 @@ pub(crate) struct EditorFiles {
 
 impl EditorFiles {
     /// Sends `method` and waits for the client's answer.
-    async fn ask(&self, path: &Path, method: &str, params: Value) -> Result<Value, FsError> {
+    async fn ask(
+        &self,
+        path: &Path,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<Value, FsError> {
         let (id, answer) = self.outgoing.register();
         self.out.send(request_frame(id, method, params)).await;
         match tokio::time::timeout(ANSWER_WITHIN, answer).await {
@@ -98,16 +107,15 @@ impl FileAccess for EditorFiles {
             .ask(
                 path,
                 "fs/read_text_file",
-                json!({"sessionId": self.session_id, "path": path}),
+                &ReadTextFileRequest::new(self.session_id.clone(), path),
             )
             .await?;
-        let text = result
-            .get("content")
-            .and_then(Value::as_str)
-            .ok_or_else(|| FsError::Other {
+        let answer: ReadTextFileResponse =
+            serde_json::from_value(result).map_err(|e| FsError::Other {
                 path: path.into(),
-                detail: "the editor's answer to fs/read_text_file has no content".into(),
+                detail: format!("the editor's answer to fs/read_text_file is not one: {e}"),
             })?;
+        let text = answer.content.as_str();
         if text.len() > READ_CAP {
             return Err(FsError::TooLarge {
                 path: path.into(),
@@ -138,7 +146,7 @@ impl FileAccess for EditorFiles {
         self.ask(
             path,
             "fs/write_text_file",
-            json!({"sessionId": self.session_id, "path": path, "content": text}),
+            &WriteTextFileRequest::new(self.session_id.clone(), path, text),
         )
         .await?;
         Ok(Version::of(text))

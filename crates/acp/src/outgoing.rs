@@ -5,9 +5,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use agent_client_protocol_schema::v1::{CancelRequestNotification, RequestId};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::oneshot;
+
+use crate::rpc::notification_frame;
+use crate::transport::FrameSender;
 
 /// The client's answer: its `result`, or its `error` object. A dropped sender means the
 /// connection closed first.
@@ -40,9 +44,17 @@ impl OutgoingTable {
         }
     }
 
-    /// Withdraws a request nobody waits for any more.
+    /// Stops waiting for a request's answer (one that took too long).
     pub(crate) fn forget(&self, id: i64) {
         self.pending.lock().remove(&id);
+    }
+
+    /// Withdraws a question the client was sent and nobody waits for any more: its answer
+    /// is forgotten, and the client is told to close the dialog.
+    pub(crate) fn withdraw(&self, out: &FrameSender, id: i64) {
+        self.pending.lock().remove(&id);
+        let cancel = CancelRequestNotification::new(RequestId::Number(id));
+        out.send_now(notification_frame("$/cancel_request", &cancel));
     }
 
     /// Fails every pending request: the connection is closing.

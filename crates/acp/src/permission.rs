@@ -7,42 +7,27 @@
 
 use std::sync::Arc;
 
+use agent_client_protocol_schema::v1::{RequestPermissionOutcome, RequestPermissionResponse};
 use async_trait::async_trait;
 use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
+use crate::live_session::{Grants, ModeCell};
 use crate::outgoing::{Answer, OutgoingTable};
-use crate::record::{Grants, Item};
-use crate::rpc::notification_frame;
+use crate::path::Item;
 use crate::transport::FrameSender;
 
 /// One session's gate.
 pub(crate) struct SessionGate {
     /// The mode in force, which the session's mode option changes.
-    pub mode: crate::record::ModeCell,
+    pub mode: ModeCell,
     pub queue: mpsc::UnboundedSender<Item>,
     pub grants: Arc<Grants>,
     pub outgoing: Arc<OutgoingTable>,
     pub out: FrameSender,
     /// At most one question per session is outstanding; later calls wait behind it.
     pub one_at_a_time: Mutex<()>,
-}
-
-#[derive(Deserialize)]
-struct Response {
-    outcome: Outcome,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-enum Outcome {
-    Selected {
-        #[serde(rename = "optionId")]
-        option_id: String,
-    },
-    Cancelled,
 }
 
 const DECLINED: &str = "the user rejected it in the editor";
@@ -132,7 +117,7 @@ impl Drop for Asking<'_> {
         if let Some(mut asked) = self.asked.take() {
             asked.close();
             if let Ok(Some((id, _))) = asked.try_recv() {
-                withdraw(&self.gate.outgoing, &self.gate.out, id);
+                self.gate.outgoing.withdraw(&self.gate.out, id);
             }
         }
     }
@@ -148,19 +133,9 @@ struct Outstanding<'a> {
 impl Drop for Outstanding<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            withdraw(&self.gate.outgoing, &self.gate.out, id);
+            self.gate.outgoing.withdraw(&self.gate.out, id);
         }
     }
-}
-
-/// Withdraws a question the client was sent and will not be waited for: its answer is
-/// forgotten, and the client is told to close the dialog.
-pub(crate) fn withdraw(outgoing: &OutgoingTable, out: &FrameSender, id: i64) {
-    outgoing.forget(id);
-    out.send_now(notification_frame(
-        "$/cancel_request",
-        &json!({"requestId": id}),
-    ));
 }
 
 impl SessionGate {
@@ -178,20 +153,25 @@ impl SessionGate {
         answer: Option<Result<Value, Value>>,
     ) -> ApprovalDecision {
         let selected = match answer {
-            Some(Ok(result)) => serde_json::from_value::<Response>(result).ok(),
-            _ => None,
+            Some(Ok(result)) => serde_json::from_value::<RequestPermissionResponse>(result).ok(),
+            Some(Err(_)) | None => None,
         };
-        match selected.map(|r| r.outcome) {
-            Some(Outcome::Selected { option_id }) if option_id == "allow_once" => {
+        let option = match selected.map(|r| r.outcome) {
+            Some(RequestPermissionOutcome::Selected(chosen)) => chosen.option_id.0.to_string(),
+            // A dismissed dialog, or an outcome newer than this schema: refused.
+            Some(_) | None => return reject(FAILED_CLOSED),
+        };
+        match option.as_str() {
+            "allow_once" => {
                 self.allowed(request);
                 ApprovalDecision::Allow
             }
-            Some(Outcome::Selected { option_id }) if option_id == "allow_always" => {
+            "allow_always" => {
                 self.grants.always.lock().insert(request.tool.clone());
                 self.allowed(request);
                 ApprovalDecision::Allow
             }
-            Some(Outcome::Selected { option_id }) if option_id == "reject_once" => reject(DECLINED),
+            "reject_once" => reject(DECLINED),
             _ => reject(FAILED_CLOSED),
         }
     }

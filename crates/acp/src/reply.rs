@@ -11,6 +11,14 @@ use serde_json::value::RawValue;
 use crate::rpc::{RpcError, error_frame, raw_result_frame, result_frame};
 use crate::transport::FrameSender;
 
+/// A result of the schema's type as the JSON a reply carries.
+pub(crate) fn result<T: serde::Serialize>(response: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(response).map_err(|e| {
+        tracing::error!("a response did not serialize: {e}");
+        RpcError::internal_failure()
+    })
+}
+
 /// One request's pending response.
 pub(crate) struct Reply {
     out: FrameSender,

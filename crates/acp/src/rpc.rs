@@ -175,12 +175,12 @@ pub fn error_frame(id: &Value, error: &RpcError) -> String {
     .text()
 }
 
-/// A request from the bridge to the client.
-pub fn request_frame(id: i64, method: &str, params: Value) -> String {
+/// A request from the bridge to the client, its params a schema type.
+pub fn request_frame(id: i64, method: &str, params: &impl Serialize) -> String {
     Frame {
         id: Some(Id::Own(id)),
         method: Some(method),
-        params: Some(&params),
+        params: Some(params),
         ..Frame::new()
     }
     .text()

@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 use crate::conn::Conn;
 use crate::envelope::{Incoming, classify, id_of_head};
 use crate::outgoing::OutgoingTable;
-use crate::record::Item;
+use crate::path::Item;
 use crate::rpc::{RpcError, code};
 use crate::state::ConnState;
 use crate::transport::{Line, LineReader, writer};
@@ -245,21 +245,12 @@ async fn teardown(conn: &Arc<Conn>) {
         record.agent.cancel(CancelCause::User);
     }
     let grace = conn.config.cancel_grace;
-    join_all(records.iter().map(|record| {
-        let mut idle = record.idle.subscribe();
-        async move {
-            let _ = tokio::time::timeout(grace * 2, idle.wait_for(|idle| *idle)).await;
-        }
-    }))
-    .await;
+    join_all(records.iter().map(|record| record.wait_idle(grace))).await;
     conn.setups.close();
     conn.setups.wait().await;
-    join_all(records.iter().map(|record| record.handle.dispose())).await;
-    // A prompt whose turn never settled is answered now, while the writer still runs.
-    for record in &records {
-        let unsettled = record.inflight.lock().take();
-        drop(unsettled);
-    }
+    // A prompt whose turn never settled is answered as the session goes, while the writer
+    // still runs.
+    join_all(records.iter().map(|record| record.dispose())).await;
     conn.outgoing.fail_all();
     let _ = tokio::time::timeout(FINAL_FLUSH, conn.out.close()).await;
 }

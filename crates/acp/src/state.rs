@@ -18,7 +18,7 @@ use agent_client_protocol_schema::v1::PromptRequest;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::record::Record;
+use crate::live_session::LiveSession;
 use crate::reply::Reply;
 use crate::request::ClientCaps;
 
@@ -39,7 +39,7 @@ struct Inner {
     /// Teardown began: nothing new is installed.
     closed: bool,
     /// Live sessions by id.
-    sessions: HashMap<String, Arc<Record>>,
+    sessions: HashMap<String, Arc<LiveSession>>,
     /// Ids whose `session/load` is running, with the prompts held for them.
     loading: HashMap<String, Vec<Deferred>>,
 }
@@ -82,12 +82,12 @@ impl ConnState {
     }
 
     /// The live record of `session_id`, if this connection has one.
-    pub(crate) fn record(&self, session_id: &str) -> Option<Arc<Record>> {
+    pub(crate) fn record(&self, session_id: &str) -> Option<Arc<LiveSession>> {
         self.0.lock().sessions.get(session_id).cloned()
     }
 
     /// Every live record.
-    pub(crate) fn records(&self) -> Vec<Arc<Record>> {
+    pub(crate) fn records(&self) -> Vec<Arc<LiveSession>> {
         self.0.lock().sessions.values().cloned().collect()
     }
 
@@ -157,7 +157,7 @@ impl ConnState {
     }
 
     /// Installs a live session unless teardown began; false when it did.
-    pub(crate) fn install(&self, record: Arc<Record>) -> bool {
+    pub(crate) fn install(&self, record: Arc<LiveSession>) -> bool {
         let mut inner = self.0.lock();
         if inner.closed {
             return false;
@@ -167,12 +167,12 @@ impl ConnState {
     }
 
     /// Forgets one live session (`session/close`); `None` when it is not open here.
-    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Record>> {
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<LiveSession>> {
         self.0.lock().sessions.remove(id)
     }
 
     /// Teardown begins: nothing more is installed. Returns the live records.
-    pub(crate) fn close(&self) -> Vec<Arc<Record>> {
+    pub(crate) fn close(&self) -> Vec<Arc<LiveSession>> {
         let mut inner = self.0.lock();
         inner.closed = true;
         inner.sessions.values().cloned().collect()

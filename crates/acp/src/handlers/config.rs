@@ -13,18 +13,18 @@ use std::time::Duration;
 use agent_client_protocol_schema::v1::{
     ConfigOptionUpdate, CurrentModeUpdate, SessionConfigOption, SessionConfigOptionValue,
     SessionModeState, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use dsh_agent::{ConfigChange, ConfigOrigin};
 use dsh_llm::{CancellationToken, Model};
-use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::setup::{setup_contained, spawn_setup};
 use crate::conn::Conn;
+use crate::live_session::LiveSession;
 use crate::options::Settings;
-use crate::record::{Item, Record};
-use crate::reply::Reply;
+use crate::path::Item;
+use crate::reply::{Reply, result};
 use crate::rpc::{RpcError, code};
 
 /// How long the server's model list is waited for. It is asked for once per process, in the
@@ -50,14 +50,14 @@ pub(crate) fn fetch_models(conn: &Arc<Conn>) {
 }
 
 /// The client knows `record`'s session now: it gets the list if it came meanwhile.
-pub(crate) fn announced(conn: &Conn, record: &Record) {
+pub(crate) fn announced(conn: &Conn, record: &LiveSession) {
     record.pickers.lock().announced = true;
     catch_up(conn, record);
 }
 
 /// Sends `record`'s pickers again when the list came after its answer and the client knows
 /// the session; at most once.
-fn catch_up(conn: &Conn, record: &Record) {
+fn catch_up(conn: &Conn, record: &LiveSession) {
     let models = known_models(conn);
     {
         let mut pickers = record.pickers.lock();
@@ -106,7 +106,7 @@ async fn fetch(conn: &Conn) -> Vec<String> {
 }
 
 /// The settings of `record`'s session now, with the models known so far.
-pub(crate) fn settings(conn: &Conn, record: &Record) -> Settings {
+pub(crate) fn settings(conn: &Conn, record: &LiveSession) -> Settings {
     let models = known_models(conn);
     if !models.is_empty() {
         record.pickers.lock().with_models = true;
@@ -114,7 +114,7 @@ pub(crate) fn settings(conn: &Conn, record: &Record) -> Settings {
     settings_with(conn, record, models)
 }
 
-fn settings_with(conn: &Conn, record: &Record, models: Vec<String>) -> Settings {
+fn settings_with(conn: &Conn, record: &LiveSession, models: Vec<String>) -> Settings {
     let recorded = record.agent.config();
     let configured = conn
         .scope
@@ -134,7 +134,7 @@ fn settings_with(conn: &Conn, record: &Record, models: Vec<String>) -> Settings 
 /// session's first answer carries them.
 pub(crate) fn session_answer(
     conn: &Arc<Conn>,
-    record: &Record,
+    record: &LiveSession,
     session_id: Option<&str>,
 ) -> Result<Box<RawValue>, RpcError> {
     #[derive(serde::Serialize)]
@@ -221,7 +221,7 @@ pub(crate) fn set_mode(conn: &Arc<Conn>, reply: Reply, request: SetSessionModeRe
                     update,
                 ))));
             }
-            Ok(json!({}))
+            result(&SetSessionModeResponse::new())
         })
         .await;
         reply.answer(outcome).await;
@@ -231,7 +231,7 @@ pub(crate) fn set_mode(conn: &Arc<Conn>, reply: Reply, request: SetSessionModeRe
 /// Applies the client's choice; answers the settings after it and whether the mode changed.
 async fn change(
     conn: &Conn,
-    record: &Record,
+    record: &LiveSession,
     config_id: &str,
     value: &str,
 ) -> Result<(Settings, bool), RpcError> {

@@ -18,12 +18,13 @@ use dsh_mcp::{ServerSpec, Transport};
 use dsh_tools::{ApprovalGate, McpToolHost, OverlayToolRegistry, ToolRegistry};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use crate::conn::Conn;
 use crate::files::EditorFiles;
+use crate::live_session::{Grants, LiveSession, ModeCell, Pickers, PromptSlot};
+use crate::path::{Item, OrderedPath, PathParts};
 use crate::permission::SessionGate;
-use crate::record::{Grants, Item, ModeCell, PathParts, Record, ordered_path};
 use crate::render::RenderCaps;
 use crate::request::ClientCaps;
 use crate::rpc::RpcError;
@@ -260,7 +261,7 @@ pub(super) fn install(
     cwd: PathBuf,
     caps: RenderCaps,
     mut parts: Parts,
-) -> Result<Arc<Record>, dsh_agent::AgentHandle> {
+) -> Result<Arc<LiveSession>, dsh_agent::AgentHandle> {
     let agent = handle.agent().clone();
     let mcp_notes = std::mem::take(&mut parts.mcp_notes);
     // A session that changed its mode before (in this editor or another) is back in it.
@@ -272,7 +273,7 @@ pub(super) fn install(
     for warning in warnings {
         tracing::warn!(session = %agent.id(), "{warning}");
     }
-    let record = Arc::new(Record {
+    let record = Arc::new(LiveSession {
         id: agent.id().clone(),
         handle: handle.clone(),
         agent,
@@ -283,9 +284,8 @@ pub(super) fn install(
         mode: parts.mode,
         mcp: parts.mcp,
         unannounced: Mutex::new(Vec::new()),
-        pickers: Mutex::new(crate::record::Pickers::default()),
-        inflight: Mutex::new(None),
-        idle: watch::channel(true).0,
+        pickers: Mutex::new(Pickers::default()),
+        prompt: PromptSlot::default(),
         queue: parts.queue,
     });
     if !conn.state.install(record.clone()) {
@@ -299,9 +299,8 @@ pub(super) fn install(
             record.unannounced.lock().push(note);
         }
     }
-    let path = ordered_path(
+    let path = OrderedPath::new(
         record.clone(),
-        parts.items,
         PathParts {
             out: conn.out.clone(),
             tools: parts.tools,
@@ -309,7 +308,8 @@ pub(super) fn install(
             auth_hint: conn.config.auth_hint.as_deref().map(Arc::from),
             prices: conn.config.prices.clone().map(Arc::new),
         },
-    );
+    )
+    .run(parts.items);
     if conn.scope.spawn(path).is_err() {
         tracing::error!(session = %record.id, "the bridge's scope closed before the session's path started");
     }

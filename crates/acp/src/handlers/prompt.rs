@@ -2,14 +2,15 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::PromptRequest;
+use agent_client_protocol_schema::v1::{PromptRequest, StopReason};
 use dsh_agent::commands::Invocation;
 use dsh_agent::{AgentError, CancelCause, ConfigChange, ConfigOrigin, MessageId, UserMessage};
 use serde_json::{Value, json};
 
 use crate::conn::Conn;
 use crate::content::{PromptContent, prompt_content};
-use crate::record::{Inflight, Item, Record};
+use crate::live_session::{LiveSession, NotOpened, stopped};
+use crate::path::Item;
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
 
@@ -59,10 +60,14 @@ pub(crate) fn prompt(
         Work::Say(message) => message.id.clone(),
         Work::Compact(id) => id.clone(),
     };
+    // From here the prompt's reply travels with its turn: the session's ordered path answers
+    // it at settlement, and a turn dropped unsettled still answers -32603.
+    match record
+        .prompt
+        .open(reply, message_id.clone(), cancelled_ahead)
     {
-        let mut inflight = record.inflight.lock();
-        if inflight.is_some() {
-            drop(inflight);
+        Ok(()) => {}
+        Err(NotOpened::Busy(reply)) => {
             return reply.send(Err(RpcError::new(
                 code::INVALID_PARAMS,
                 "a prompt is already in progress for this session; send session/cancel and \
@@ -70,22 +75,8 @@ pub(crate) fn prompt(
             )
             .with_data(json!({ "sessionId": sent }))));
         }
-        if cancelled_ahead {
-            // Cancelled in the same read, before any turn could claim it: the model is
-            // never called, and the words never enter the history.
-            drop(inflight);
-            return reply.send(Ok(json!({ "stopReason": "cancelled" })));
-        }
-        // From here the prompt's reply travels with its turn: the session's ordered path
-        // answers it at settlement, and a turn dropped unsettled still answers -32603.
-        *inflight = Some(Inflight {
-            reply,
-            message_id: message_id.clone(),
-            turn: None,
-            cancel_requested: false,
-        });
+        Err(NotOpened::Cancelled(reply)) => return reply.send(stopped(StopReason::Cancelled)),
     }
-    let _ = record.idle.send_replace(false);
     // Where this process sends the session's requests is recorded with its first prompt (a
     // session nobody prompted stores nothing), and again only when it changes.
     if let Some(server) = conn.config.server.clone()
@@ -111,14 +102,7 @@ pub(crate) fn prompt(
     };
     let ticket = match taken {
         Ok(ticket) => ticket,
-        Err(error) => {
-            let open = record.inflight.lock().take();
-            let _ = record.idle.send_replace(true);
-            if let Some(open) = open {
-                open.reply.send(Err(error));
-            }
-            return;
-        }
+        Err(error) => return record.prompt.refuse(error),
     };
     let waiter = record.clone();
     let settle = async move {
@@ -162,28 +146,16 @@ pub(crate) fn cancel(conn: &Arc<Conn>, session_id: &str) {
 /// `$/cancel_request`: cancels the open prompt whose request id matches exactly.
 pub(crate) fn cancel_request(conn: &Arc<Conn>, wanted: &Value) {
     for record in conn.state.records() {
-        let matches = record
-            .inflight
-            .lock()
-            .as_ref()
-            .is_some_and(|open| open.reply.id() == wanted);
-        if matches {
+        if record.prompt.is_request(wanted) {
             cancel_record(conn, &record);
         }
     }
 }
 
 /// Marks the open prompt cancelled, stops the agent, and arms the grace backstop.
-pub(crate) fn cancel_record(conn: &Arc<Conn>, record: &Arc<Record>) {
-    let message_id = {
-        let mut inflight = record.inflight.lock();
-        match inflight.as_mut() {
-            Some(open) if !open.cancel_requested => {
-                open.cancel_requested = true;
-                open.message_id.clone()
-            }
-            _ => return,
-        }
+pub(crate) fn cancel_record(conn: &Arc<Conn>, record: &Arc<LiveSession>) {
+    let Some(message_id) = record.prompt.cancel() else {
+        return;
     };
     record.agent.cancel(CancelCause::User);
     let grace = conn.config.cancel_grace;

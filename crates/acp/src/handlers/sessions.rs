@@ -13,15 +13,15 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use agent_client_protocol_schema::v1::{
-    CloseSessionRequest, DeleteSessionRequest, ListSessionsRequest, ListSessionsResponse,
-    SessionInfo,
+    CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
+    ListSessionsRequest, ListSessionsResponse, SessionInfo,
 };
 use dsh_session::{CancelCause, ListQuery, PersistenceError, SessionId, SessionSummary};
 use serde_json::json;
 
 use super::setup::{setup_contained, spawn_setup};
 use crate::conn::Conn;
-use crate::reply::Reply;
+use crate::reply::{Reply, result};
 use crate::rpc::{RpcError, code};
 
 /// Sessions in one page of `session/list`.
@@ -196,20 +196,12 @@ pub(crate) fn close_session(conn: &Arc<Conn>, reply: Reply, request: CloseSessio
     let grace = conn.config.cancel_grace;
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
-        let mut idle = record.idle.subscribe();
-        let _ = tokio::time::timeout(grace * 2, idle.wait_for(|idle| *idle)).await;
-        record.handle.dispose().await;
-        // The session's own MCP servers go with it.
-        if let Some(servers) = &record.mcp {
-            servers.dispose().await;
-        }
-        let unsettled = record.inflight.lock().take();
-        drop(unsettled);
+        record.close(grace).await;
         if let Err(err) = conn2.services.store.flush(&record.id).await {
             tracing::warn!(session = %sent, "the closed session's last events: {err}");
         }
         tracing::info!(session = %sent, "session closed");
-        reply.answer(Ok(json!({}))).await;
+        reply.answer(result(&CloseSessionResponse::new())).await;
     });
 }
 
@@ -224,13 +216,15 @@ pub(crate) fn delete_session(conn: &Arc<Conn>, reply: Reply, request: DeleteSess
         )));
     }
     let Ok(id) = SessionId::parse(&sent) else {
-        return reply.send(Ok(json!({})));
+        return reply.send(result(&DeleteSessionResponse::new()));
     };
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
         let deleted = setup_contained("session/delete", async {
             match conn2.services.persistence.delete(&id).await {
-                Ok(()) | Err(PersistenceError::NotFound { .. }) => Ok(json!({})),
+                Ok(()) | Err(PersistenceError::NotFound { .. }) => {
+                    result(&DeleteSessionResponse::new())
+                }
                 Err(PersistenceError::Live { .. } | PersistenceError::Locked { .. }) => {
                     Err(open_session(
                         &sent,

@@ -14,7 +14,8 @@ use tokio::sync::oneshot;
 
 use super::{check_scope, install, mcp_specs, prepare, session_answer};
 use crate::conn::Conn;
-use crate::record::{Item, Record};
+use crate::live_session::LiveSession;
+use crate::path::Item;
 use crate::render::RenderCaps;
 use crate::reply::Reply;
 use crate::rpc::{RpcError, code};
@@ -93,7 +94,7 @@ async fn create(
     cwd: PathBuf,
     caller: Option<CallerPrompt>,
     servers: Vec<dsh_mcp::ServerSpec>,
-) -> Result<Arc<Record>, RpcError> {
+) -> Result<Arc<LiveSession>, RpcError> {
     if conn.closing.is_cancelled() {
         return Err(RpcError::shutting_down());
     }

@@ -2,6 +2,7 @@
 
 use super::*;
 use dsh_session::SessionId;
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader, DuplexStream};
 use tokio_util::sync::CancellationToken;
 

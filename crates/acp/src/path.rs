@@ -1,0 +1,423 @@
+//! The session's ordered path.
+//!
+//! Every frame about one session — its live updates, its permission requests, its prompt's
+//! response and its load replay — is produced by one task reading one queue. That single
+//! path is what makes the ordering promises hold: a `tool_call` precedes the permission
+//! request naming it, and a prompt's response follows every update of its turn. Each kind
+//! of item is one method of [`OrderedPath`].
+
+use std::sync::Arc;
+
+use agent_client_protocol_schema::v1::{
+    Notice, NoticeSeverity, PermissionOption, PermissionOptionKind, RequestPermissionRequest,
+    SessionNotification, SessionUpdate, StopReason, ToolCallId, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields,
+};
+use dsh_agent::record::Record as LogRecord;
+use dsh_agent::record::{CompactingRecord, ToolProgressRecord};
+use dsh_agent::{MessageId, TurnOutcome};
+use dsh_session::{EventType, SessionEvent, SessionId};
+use dsh_tools::{Roots, ToolRegistry, ToolResultView};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::live_session::{LiveSession, stopped};
+use crate::outgoing::{Answer, OutgoingTable};
+use crate::render::{RenderContext, RenderMode, Renderer, compacting_updates};
+use crate::rpc::request_frame;
+use crate::stop::stop_reason;
+use crate::transport::FrameSender;
+
+/// What the ordered path is handed.
+pub(crate) enum Item {
+    /// An event the store published for this session.
+    Event(Arc<SessionEvent>),
+    /// A running call's output, as it arrives (never stored).
+    Progress(ToolProgressRecord),
+    /// A compaction started, or ended without a record (never stored).
+    Compacting(CompactingRecord),
+    /// Send the session's commands (`available_commands_update`).
+    Commands,
+    /// An update the bridge made itself (an option the client did not choose changed).
+    Update(Box<SessionUpdate>),
+    /// A passing state worth telling a client that shows notices (a retry).
+    Notice(String),
+    /// The gate asks about a call: send the request, hand back its id and answer.
+    Permission {
+        turn: u32,
+        step: u32,
+        call_id: String,
+        tool: String,
+        /// What the call would change (an edit's diff), shown in the question.
+        preview: Option<ToolResultView>,
+        reply: oneshot::Sender<Option<(i64, Answer)>>,
+    },
+    /// An asked-about call was allowed: it is now running.
+    Allowed {
+        turn: u32,
+        step: u32,
+        call_id: String,
+    },
+    /// The prompt's ticket resolved (`None`: the cancel grace ran out first).
+    Settle {
+        message_id: MessageId,
+        outcome: Option<TurnOutcome>,
+    },
+    /// Replay these events for `session/load`, then acknowledge.
+    Replay {
+        events: Arc<[Arc<SessionEvent>]>,
+        done: oneshot::Sender<()>,
+        /// Render without sending (`session/resume`): the live renderer still goes on from
+        /// the session's figures.
+        silent: bool,
+    },
+}
+
+/// What the ordered path needs besides its session.
+pub(crate) struct PathParts {
+    pub out: FrameSender,
+    pub tools: Arc<dyn ToolRegistry>,
+    pub outgoing: Arc<OutgoingTable>,
+    /// Follows the error of a turn the model server refused as unauthorised.
+    pub auth_hint: Option<Arc<str>>,
+    /// The model's prices, for the session's cost in usage updates.
+    pub prices: Option<Arc<dsh_llm::Prices>>,
+}
+
+/// One session's path: its live renderer and what it sends with.
+pub(crate) struct OrderedPath {
+    session: Arc<LiveSession>,
+    parts: PathParts,
+    live: Renderer,
+}
+
+impl OrderedPath {
+    pub(crate) fn new(session: Arc<LiveSession>, parts: PathParts) -> OrderedPath {
+        let live = Renderer::new(session.id.clone());
+        OrderedPath {
+            session,
+            parts,
+            live,
+        }
+    }
+
+    /// Runs until the queue closes.
+    pub(crate) async fn run(mut self, mut items: mpsc::UnboundedReceiver<Item>) {
+        while let Some(item) = items.recv().await {
+            match item {
+                Item::Event(event) => self.event(&event).await,
+                Item::Permission {
+                    turn,
+                    step,
+                    call_id,
+                    tool,
+                    preview,
+                    reply,
+                } => {
+                    let asked = Asked {
+                        turn,
+                        step,
+                        call_id,
+                        tool,
+                        preview,
+                    };
+                    self.permission(asked, reply).await;
+                }
+                Item::Commands => {
+                    let update = crate::render::commands_update(&self.session.commands);
+                    self.send(vec![update]).await;
+                }
+                Item::Update(update) => self.send(vec![*update]).await,
+                Item::Notice(title) => {
+                    let notice = Notice::new(NoticeSeverity::Warning, title);
+                    self.send(vec![SessionUpdate::Notice(notice)]).await;
+                }
+                Item::Progress(piece) => {
+                    let updates = self.live.progress(piece);
+                    self.send(updates).await;
+                }
+                Item::Compacting(note) => {
+                    // Like the events: only a compaction in the turn of the open prompt.
+                    if self.session.prompt.bind_compaction(&note) {
+                        self.send(compacting_updates(&note, self.session.caps))
+                            .await;
+                    }
+                }
+                Item::Allowed {
+                    turn,
+                    step,
+                    call_id,
+                } => self.allowed(turn, step, &call_id).await,
+                Item::Settle {
+                    message_id,
+                    outcome,
+                } => self.settle(&message_id, outcome).await,
+                Item::Replay {
+                    events,
+                    done,
+                    silent,
+                } => {
+                    let replayed = self.replay(&events, silent).await;
+                    self.live.carry_on(&replayed);
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// A stored event of the open prompt's turn, as the client sees it live.
+    async fn event(&mut self, event: &SessionEvent) {
+        let decoded = match LogRecord::decode(event) {
+            Ok(decoded) => decoded,
+            Err(err) => {
+                tracing::warn!(session = %self.session.id, "not rendered: {err}");
+                return;
+            }
+        };
+        if !self.session.prompt.bind(&decoded) {
+            return;
+        }
+        let updates = {
+            let (session, parts) = (&self.session, &self.parts);
+            let asks = |tool: &str, args: &Value| asks(parts, session, tool, args);
+            let cx = context(session, parts, RenderMode::Live, &asks);
+            self.live.render_record(decoded, event.time, &cx)
+        };
+        self.send(updates).await;
+    }
+
+    /// The gate asks about an announced call of the open turn: the request goes out after
+    /// the call's card, and its id and answer go back to the gate.
+    async fn permission(&mut self, asked: Asked, reply: oneshot::Sender<Option<(i64, Answer)>>) {
+        let announced = self
+            .live
+            .announced(asked.turn, asked.step, &asked.call_id)
+            .filter(|_| self.session.prompt.in_turn(asked.turn));
+        // A gate that stopped waiting (its turn was cancelled) closed `reply`.
+        let Some(call) = announced.filter(|_| !reply.is_closed()) else {
+            let _ = reply.send(None);
+            return;
+        };
+        let (id, answer) = self.parts.outgoing.register();
+        let request = permission_request(&self.session, &asked, call);
+        self.parts
+            .out
+            .send(request_frame(id, "session/request_permission", &request))
+            .await;
+        // The gate may have given up while the question was being written: then nobody will
+        // withdraw it but this path.
+        if reply.send(Some((id, answer))).is_err() {
+            self.parts.outgoing.withdraw(&self.parts.out, id);
+        }
+    }
+
+    /// An asked call was allowed: its card goes from pending to running.
+    async fn allowed(&mut self, turn: u32, step: u32, call_id: &str) {
+        if let Some(call) = self.live.announced(turn, step, call_id)
+            && self.live.start(&call.tool_call_id)
+        {
+            let update = ToolCallUpdate::new(
+                ToolCallId::new(call.tool_call_id.as_str()),
+                ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+            );
+            self.send(vec![SessionUpdate::ToolCallUpdate(update)]).await;
+        }
+    }
+
+    /// The prompt's turn ended (or its cancel grace did): its open cards close, then it is
+    /// answered with why its turn stopped.
+    async fn settle(&mut self, message_id: &MessageId, outcome: Option<TurnOutcome>) {
+        let Some(prompt) = self.session.prompt.settle(message_id) else {
+            return;
+        };
+        let closures = match prompt.turn {
+            Some(turn) => self.live.close_turn(Some(turn)),
+            None => Vec::new(),
+        };
+        self.send(closures).await;
+        let id = &self.session.id;
+        let answer = match &outcome {
+            None => {
+                tracing::warn!(
+                    session = %id,
+                    "the turn did not stop within the cancel grace; answered cancelled"
+                );
+                stopped(StopReason::Cancelled)
+            }
+            Some(outcome) => match stop_reason(
+                outcome,
+                prompt.cancel_requested,
+                self.parts.auth_hint.as_deref(),
+            ) {
+                Ok(reason) => {
+                    tracing::info!(session = %id, stop = ?reason, "prompt settled");
+                    stopped(reason)
+                }
+                Err(error) => Err(error),
+            },
+        };
+        prompt.reply.answer(answer).await;
+        self.session.prompt.settled();
+    }
+
+    /// The stored history through a fresh renderer, with adjacent text (and thought) chunks
+    /// of a step joined, so a long session loads in proportion to its messages. Returns the
+    /// renderer, whose figures the live one goes on from.
+    async fn replay(&mut self, events: &[Arc<SessionEvent>], silent: bool) -> Renderer {
+        const JOIN_LIMIT: usize = 1024 * 1024;
+        let mut renderer = Renderer::new(self.session.id.clone());
+        let mut pending: Vec<SessionUpdate> = Vec::new();
+        for event in events {
+            let updates = {
+                let never = |_: &str, _: &Value| false;
+                let cx = context(&self.session, &self.parts, RenderMode::Replay, &never);
+                renderer.render(event, &cx)
+            };
+            for update in updates {
+                match (pending.last_mut(), &update) {
+                    (
+                        Some(SessionUpdate::AgentMessageChunk(last)),
+                        SessionUpdate::AgentMessageChunk(next),
+                    )
+                    | (
+                        Some(SessionUpdate::AgentThoughtChunk(last)),
+                        SessionUpdate::AgentThoughtChunk(next),
+                    ) if joinable(last, next, JOIN_LIMIT) => {
+                        join(last, next);
+                    }
+                    _ => pending.push(update),
+                }
+            }
+            if event.kind.as_str() == EventType::STEP_END {
+                let step = std::mem::take(&mut pending);
+                if !silent {
+                    self.send(step).await;
+                }
+            }
+        }
+        pending.extend(renderer.close_turn(None));
+        if !silent {
+            self.send(pending).await;
+        }
+        renderer
+    }
+
+    async fn send(&self, updates: Vec<SessionUpdate>) {
+        send_updates(&self.parts.out, &self.session.id, updates).await;
+    }
+}
+
+/// What the gate asks about.
+struct Asked {
+    turn: u32,
+    step: u32,
+    call_id: String,
+    tool: String,
+    preview: Option<ToolResultView>,
+}
+
+fn asks(parts: &PathParts, session: &LiveSession, tool: &str, args: &Value) -> bool {
+    let roots = Roots::new(session.cwd.clone(), Vec::new());
+    parts
+        .tools
+        .get(tool)
+        .is_some_and(|t| session.mode.lock().asks(t.effect(args, &roots)))
+        && !session.grants.always.lock().contains(tool)
+}
+
+fn context<'a>(
+    session: &'a LiveSession,
+    parts: &'a PathParts,
+    mode: RenderMode,
+    asks: &'a (dyn Fn(&str, &Value) -> bool + Sync),
+) -> RenderContext<'a> {
+    RenderContext {
+        mode,
+        caps: session.caps,
+        cwd: &session.cwd,
+        tools: &*parts.tools,
+        asks,
+        prices: parts.prices.as_deref(),
+    }
+}
+
+fn text_of(chunk: &agent_client_protocol_schema::v1::ContentChunk) -> Option<&str> {
+    match &chunk.content {
+        agent_client_protocol_schema::v1::ContentBlock::Text(text) => Some(&text.text),
+        _ => None,
+    }
+}
+
+fn joinable(
+    last: &agent_client_protocol_schema::v1::ContentChunk,
+    next: &agent_client_protocol_schema::v1::ContentChunk,
+    limit: usize,
+) -> bool {
+    matches!((text_of(last), text_of(next)), (Some(a), Some(b)) if a.len() + b.len() <= limit)
+}
+
+fn join(
+    last: &mut agent_client_protocol_schema::v1::ContentChunk,
+    next: &agent_client_protocol_schema::v1::ContentChunk,
+) {
+    if let (agent_client_protocol_schema::v1::ContentBlock::Text(a), Some(b)) =
+        (&mut last.content, text_of(next))
+    {
+        a.text.push_str(b);
+    }
+}
+
+pub(crate) async fn send_updates(out: &FrameSender, id: &SessionId, updates: Vec<SessionUpdate>) {
+    for update in updates {
+        let notification = SessionNotification::new(id.as_str().to_owned(), update);
+        out.send(crate::rpc::notification_frame(
+            "session/update",
+            &notification,
+        ))
+        .await;
+    }
+}
+
+/// The question about an announced call: its card as announced (and what it would change),
+/// with the three answers.
+fn permission_request(
+    session: &LiveSession,
+    asked: &Asked,
+    call: crate::render::Announced,
+) -> RequestPermissionRequest {
+    let options = vec![
+        PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            "allow_always",
+            format!("Always allow {} in this session", asked.tool),
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+    ];
+    let mut content = call.content;
+    let mut fields = ToolCallUpdateFields::new()
+        .title(call.title)
+        .kind(call.kind)
+        .status(ToolCallStatus::Pending)
+        .raw_input(call.raw_input);
+    // The question shows what the call would change, as the finished card will.
+    if let Some(ToolResultView::Diff {
+        path,
+        old_text,
+        new_text,
+        first_line,
+        created,
+        summary: _,
+    }) = asked.preview.clone()
+    {
+        let (diff, location) =
+            crate::render::diff_card(&session.cwd, path, old_text, new_text, first_line, created);
+        content.push(diff);
+        fields = fields.locations(vec![location]);
+    }
+    let tool_call = ToolCallUpdate::new(
+        ToolCallId::new(call.tool_call_id.as_str()),
+        fields.content(content),
+    );
+    RequestPermissionRequest::new(session.id.as_str().to_owned(), tool_call, options)
+}
