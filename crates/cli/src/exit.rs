@@ -2,6 +2,10 @@
 //! before a turn starts.
 
 use dsh_agent::{TurnEndReason, TurnOutcome};
+use dsh_tools::safe_text::SafeText;
+
+use crate::json_lines::Line;
+use crate::render::View;
 
 /// A usage error: a missing or malformed prompt.
 pub const USAGE: u8 = 2;
@@ -71,6 +75,19 @@ pub fn for_outcome(outcome: &TurnOutcome) -> u8 {
         TurnOutcome::Discarded { .. } => INTERRUPTED,
         TurnOutcome::Failed { .. } => 1,
     }
+}
+
+/// Prints a failure that ended dsh before a turn; returns its status.
+pub fn report(failure: &Failure, view: View) -> u8 {
+    if view == View::Json {
+        let line = Line::Error {
+            code: failure.code,
+            message: &failure.message,
+        };
+        let _ = crate::output::write(line.text().as_bytes());
+    }
+    eprintln!("error: {}", SafeText::plain(&failure.message));
+    failure.status
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod digest;
 mod excerpt;
 mod exit;
 mod json_lines;
+mod lookup;
 mod model;
 mod models;
 mod output;

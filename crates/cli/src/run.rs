@@ -26,7 +26,7 @@ use dsh_tools::{ApprovalGate, McpToolHost, PermissionMode, ToolRegistry};
 
 use crate::args::{ColorChoice, Global, RunArgs};
 use crate::ask::TerminalGate;
-use crate::exit::{self, Failure};
+use crate::exit::{self, Failure, report};
 use crate::json_lines::{Line, SCHEMA_VERSION, Totals};
 use crate::model;
 use crate::render::{Renderer, View, fit, stderr_width};
@@ -61,19 +61,6 @@ fn view_for(args: &RunArgs) -> View {
         color,
         split: !terminal,
     }
-}
-
-/// Prints a failure that ended dsh before a turn; returns its status.
-pub fn report(failure: &Failure, view: View) -> u8 {
-    if view == View::Json {
-        let line = Line::Error {
-            code: failure.code,
-            message: &failure.message,
-        };
-        let _ = crate::output::write(line.text().as_bytes());
-    }
-    eprintln!("error: {}", SafeText::plain(&failure.message));
-    failure.status
 }
 
 /// What `text` asks for when it names a slash command of this directory or the user's; a
@@ -258,7 +245,7 @@ pub async fn find(
     match target {
         Target::New => Ok(None),
         Target::Named(arg) => Ok(Some(
-            crate::sessions::resolve(persistence, sessions, arg).await?,
+            crate::lookup::resolve(persistence, sessions, arg).await?,
         )),
         Target::Newest => {
             let cwd = std::env::current_dir().map_err(|e| {

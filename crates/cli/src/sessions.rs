@@ -8,8 +8,7 @@ use dsh_agent::record::{InstructionsRecord, Record};
 use dsh_kernel::Runtime;
 use dsh_session::{
     CloseIntent, EventType, EventVocabulary, ListQuery, LoadedSession, Origin, PersistenceError,
-    SESSION_TITLE, SessionEvent, SessionId, SessionPersistence, SessionSummary, TitleRecord,
-    TitleSource,
+    SESSION_TITLE, SessionEvent, SessionPersistence, SessionSummary, TitleRecord, TitleSource,
 };
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_tools::safe_text::SafeText;
@@ -17,18 +16,16 @@ use dsh_tools::safe_text::SafeText;
 use crate::args::{ColorChoice, Global, SessionsCommand};
 use crate::digest::{Digest, digest};
 use crate::exit::Failure;
+use crate::lookup::{MIN_PREFIX, resolve};
 use crate::render::Renderer;
 use crate::settings::{CommandFlags, Settings};
-
-/// The shortest id prefix shown and accepted.
-pub const MIN_PREFIX: usize = 8;
 
 /// Runs `dsh sessions …`; returns the exit status.
 pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
     let settings = match Settings::resolve(global, CommandFlags::default()) {
         Ok(settings) => settings,
         Err(failure) => {
-            return crate::run::report(
+            return crate::exit::report(
                 &failure,
                 crate::render::View::Human {
                     color: false,
@@ -315,55 +312,6 @@ async fn list(
 
 fn ids_of(s: &SessionSummary) -> String {
     s.header.id.to_string()
-}
-
-/// The session an argument names: a full id directly, else a unique prefix.
-pub async fn resolve(
-    persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
-    arg: &str,
-) -> Result<SessionId, Failure> {
-    let unknown = || Failure {
-        status: 1,
-        code: "unknown_session",
-        message: format!(
-            "no session '{arg}' in {}; see `dsh sessions list`",
-            dir.display()
-        ),
-    };
-    if let Ok(id) = SessionId::parse(arg)
-        && persistence.header(&id).await.map_err(failed)?.is_some()
-    {
-        return Ok(id);
-    }
-    if arg.len() < MIN_PREFIX {
-        return Err(unknown());
-    }
-    let listing = persistence
-        .list(&ListQuery::default())
-        .await
-        .map_err(failed)?;
-    let matches: Vec<&SessionSummary> = listing
-        .sessions
-        .iter()
-        .filter(|s| s.header.id.to_string().starts_with(arg))
-        .collect();
-    match matches.as_slice() {
-        [] => Err(unknown()),
-        [one] => Ok(one.header.id.clone()),
-        many => Err(Failure {
-            status: 1,
-            code: "ambiguous_session",
-            message: format!(
-                "'{arg}' matches {} sessions: {}",
-                many.len(),
-                many.iter()
-                    .map(|s| s.header.id.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
-    }
 }
 
 /// The stored session `arg` names, read without changing it.

@@ -31,6 +31,7 @@ mod containment;
 mod escapees;
 mod executor;
 mod group;
+mod inner;
 mod listeners;
 mod ops;
 mod output;

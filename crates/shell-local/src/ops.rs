@@ -10,7 +10,8 @@ use dsh_shell::{
     TaskInfo,
 };
 
-use crate::executor::{Inner, LocalShellExecutor};
+use crate::executor::LocalShellExecutor;
+use crate::inner::Inner;
 use crate::spill;
 use crate::task::Task;
 

@@ -11,19 +11,20 @@ use tokio::net::unix::pipe;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::escapees;
-use crate::executor::{Inner, LocalShellExecutor};
 use crate::group::{Group, KILL_BOUND, PROBE_EVERY};
+use crate::inner::Inner;
 use crate::signal::{self, Signaller};
 use crate::spawn::Spawned;
 use crate::spill::SpillWriter;
 use crate::task::Task;
+use dsh_shell::ShellExecutor;
 
 /// Reads per call: at least 64 KiB, so a fast writer costs few wakeups.
 const READ_BYTES: usize = 64 * 1024;
 
 pub(crate) struct Supervisor {
     pub inner: Arc<Inner>,
-    pub executor: Weak<LocalShellExecutor>,
+    pub executor: Weak<dyn ShellExecutor>,
     pub task: Arc<Task>,
     pub spawned: Spawned,
     pub timeout: Option<Duration>,
