@@ -13,14 +13,11 @@ use futures::future::join_all;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::conn::Conn;
 use crate::envelope::{Incoming, classify, id_of_head};
-use crate::outgoing::OutgoingTable;
 use crate::path::Item;
 use crate::rpc::{RpcError, code};
-use crate::state::ConnState;
 use crate::transport::{Line, LineReader, writer};
 use crate::{AcpBridge, AcpError};
 
@@ -77,7 +74,7 @@ impl SessionObserver for Watcher {
 
     fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
         if let Some(conn) = self.0.upgrade()
-            && let Some(record) = conn.state.record(session.id().as_str())
+            && let Some(record) = conn.state().record(session.id().as_str())
         {
             record.push(Item::Event(event.clone()));
         }
@@ -92,7 +89,7 @@ impl SessionObserver for Watcher {
             return;
         };
         if let Some(conn) = self.0.upgrade()
-            && let Some(record) = conn.state.record(session.id().as_str())
+            && let Some(record) = conn.state().record(session.id().as_str())
         {
             record.push(item);
         }
@@ -116,19 +113,8 @@ impl AcpBridge {
         let broken = CancellationToken::new();
         let (out, write_loop) = writer(output, broken.clone());
         scope.spawn(write_loop)?;
-        let conn = Arc::new(Conn {
-            config: self.config,
-            services: self.services,
-            out,
-            scope: scope.clone(),
-            state: ConnState::default(),
-            outgoing: Arc::new(OutgoingTable::default()),
-            setups: TaskTracker::new(),
-            closing: CancellationToken::new(),
-            listed: crate::handlers::ListCache::default(),
-            models: tokio::sync::OnceCell::new(),
-        });
-        if let Err(e) = conn.services.store.subscribe(
+        let conn = Arc::new(Conn::new(self.config, self.services, out, scope.clone()));
+        if let Err(e) = conn.services().store.subscribe(
             &scope,
             Interest::All,
             Arc::new(Watcher(Arc::downgrade(&conn))),
@@ -142,9 +128,9 @@ impl AcpBridge {
         let weak = Arc::downgrade(&conn);
         let listening = scope.on(move |retry: &RetryNotice| {
             if let Some(conn) = weak.upgrade()
-                && conn.state.notices()
+                && conn.state().notices()
                 && let Some(id) = &retry.session_id
-                && let Some(record) = conn.state.record(id)
+                && let Some(record) = conn.state().record(id)
             {
                 record.push(Item::Notice(retry.line()));
             }
@@ -155,17 +141,17 @@ impl AcpBridge {
         let reason = read_until_trigger(&conn, input, &broken, shutdown).await;
         tracing::info!(%reason, "connection ending");
         let triggered = std::time::Instant::now();
-        let deadline = conn.config.teardown_deadline;
+        let deadline = conn.config().teardown_deadline;
         let finished = tokio::time::timeout(deadline, teardown(&conn))
             .await
             .is_ok();
         if !finished {
-            let open = conn.state.session_ids();
+            let open = conn.state().session_ids();
             tracing::error!(sessions = ?open, "teardown deadline reached before every session stopped");
         }
-        let agents_left = conn.services.registry.list().len();
-        let sessions_left = conn.services.store.list_live().len();
-        conn.state.clear();
+        let agents_left = conn.services().registry.list().len();
+        let sessions_left = conn.services().store.list_live().len();
+        conn.state().clear();
         if finished {
             let left = deadline.saturating_sub(triggered.elapsed());
             let _ = tokio::time::timeout(left, scope.dispose()).await;
@@ -189,7 +175,7 @@ async fn read_until_trigger<R: AsyncRead + Unpin>(
     broken: &CancellationToken,
     shutdown: impl Future<Output = ShutdownReason>,
 ) -> ShutdownReason {
-    let limit = conn.config.max_line_bytes;
+    let limit = conn.config().max_line_bytes;
     let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input), limit);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -238,19 +224,19 @@ async fn read_until_trigger<R: AsyncRead + Unpin>(
 /// Stops everything in order: cancel every turn, let prompts settle, let setups finish,
 /// dispose every agent, fail what still waits for the client, flush.
 async fn teardown(conn: &Arc<Conn>) {
-    conn.closing.cancel();
-    let records = conn.state.close();
+    conn.closing().cancel();
+    let records = conn.state().close();
     for record in &records {
         crate::handlers::cancel_record(conn, record);
         record.agent.cancel(CancelCause::User);
     }
-    let grace = conn.config.cancel_grace;
+    let grace = conn.config().cancel_grace;
     join_all(records.iter().map(|record| record.wait_idle(grace))).await;
-    conn.setups.close();
-    conn.setups.wait().await;
+    conn.setups().close();
+    conn.setups().wait().await;
     // A prompt whose turn never settled is answered as the session goes, while the writer
     // still runs.
     join_all(records.iter().map(|record| record.dispose())).await;
-    conn.outgoing.fail_all();
-    let _ = tokio::time::timeout(FINAL_FLUSH, conn.out.close()).await;
+    conn.outgoing().fail_all();
+    let _ = tokio::time::timeout(FINAL_FLUSH, conn.out().close()).await;
 }

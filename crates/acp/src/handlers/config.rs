@@ -35,14 +35,14 @@ const MODEL_LIST_WAIT: Duration = Duration::from_secs(3);
 
 /// Asks for the server's model list in the background, once per connection.
 pub(crate) fn fetch_models(conn: &Arc<Conn>) {
-    if conn.models.initialized() {
+    if conn.models().initialized() {
         return;
     }
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
         let models = fetch(&conn2).await;
         if !models.is_empty() {
-            for record in conn2.state.records() {
+            for record in conn2.state().records() {
                 catch_up(&conn2, &record);
             }
         }
@@ -75,14 +75,14 @@ fn catch_up(conn: &Conn, record: &LiveSession) {
 
 /// The models the server offers, when the list came; empty until then.
 fn known_models(conn: &Conn) -> Vec<String> {
-    conn.models.get().cloned().unwrap_or_default()
+    conn.models().get().cloned().unwrap_or_default()
 }
 
 /// The models the server offers: asked for once per connection's process, then cached.
 async fn fetch(conn: &Conn) -> Vec<String> {
-    conn.models
+    conn.models()
         .get_or_init(|| async {
-            let Some(model) = conn.scope.get::<dyn Model>() else {
+            let Some(model) = conn.scope().get::<dyn Model>() else {
                 return Vec::new();
             };
             let cancel = CancellationToken::new();
@@ -117,7 +117,7 @@ pub(crate) fn settings(conn: &Conn, record: &LiveSession) -> Settings {
 fn settings_with(conn: &Conn, record: &LiveSession, models: Vec<String>) -> Settings {
     let recorded = record.agent.config();
     let configured = conn
-        .scope
+        .scope()
         .get::<dyn Model>()
         .map(|model| model.info().model.clone())
         .unwrap_or_default();
@@ -166,7 +166,7 @@ pub(crate) fn set_config_option(
     request: SetSessionConfigOptionRequest,
 ) {
     let sent = request.session_id.0.to_string();
-    let Some(record) = conn.state.record(&sent) else {
+    let Some(record) = conn.state().record(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
     };
     let value = match request.value {
@@ -201,7 +201,7 @@ pub(crate) fn set_config_option(
 /// `session/set_mode`: the mode option under ACP's older name.
 pub(crate) fn set_mode(conn: &Arc<Conn>, reply: Reply, request: SetSessionModeRequest) {
     let sent = request.session_id.0.to_string();
-    let Some(record) = conn.state.record(&sent) else {
+    let Some(record) = conn.state().record(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
     };
     let mode = request.mode_id.0.to_string();

@@ -37,8 +37,8 @@ pub(crate) use setup::{load_session, new_session, resume_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
 pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
-    conn.state.initialize(caps);
-    let mcp = conn.scope.get::<dyn McpToolHost>().is_some();
+    conn.state().initialize(caps);
+    let mcp = conn.scope().get::<dyn McpToolHost>().is_some();
     // The model picker's values, asked for now; no session waits for them.
     config::fetch_models(conn);
     json!({
@@ -60,7 +60,7 @@ pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
         "authMethods": [],
         "agentInfo": {
             "name": "dsh",
-            "title": conn.config.agent_title,
+            "title": conn.config().agent_title,
             "version": env!("CARGO_PKG_VERSION")
         }
     })
@@ -148,24 +148,24 @@ async fn session_mcp(
     if servers.is_empty() {
         return None;
     }
-    let Some(host) = conn.scope.get::<dyn McpToolHost>() else {
+    let Some(host) = conn.scope().get::<dyn McpToolHost>() else {
         tracing::warn!("the session's MCP servers are not connected: no MCP service is loaded");
         return None;
     };
-    let scope = conn.scope.child("session-mcp").ok()?;
+    let scope = conn.scope().child("session-mcp").ok()?;
     let tools: Arc<dyn ToolRegistry> =
-        Arc::new(OverlayToolRegistry::new(conn.services.tools.clone()));
+        Arc::new(OverlayToolRegistry::new(conn.services().tools.clone()));
     let notes = host.attach(&scope, tools.clone(), servers).await;
     Some((tools, scope, notes))
 }
 
 /// The editor's file access for `session_id`, when the client offers it.
 fn editor_files(conn: &Conn, session_id: &str) -> Option<Arc<dyn FileAccess>> {
-    conn.state.editor_files().then(|| {
+    conn.state().editor_files().then(|| {
         Arc::new(EditorFiles {
             session_id: session_id.to_owned(),
-            out: conn.out.clone(),
-            outgoing: conn.outgoing.clone(),
+            out: conn.out().clone(),
+            outgoing: conn.outgoing().clone(),
         }) as Arc<dyn FileAccess>
     })
 }
@@ -193,20 +193,20 @@ pub(super) struct Parts {
 fn parts(conn: &Conn) -> Parts {
     let (queue, items) = mpsc::unbounded_channel();
     let grants = Arc::new(Grants::default());
-    let mode: ModeCell = Arc::new(parking_lot::Mutex::new(conn.config.permission));
+    let mode: ModeCell = Arc::new(parking_lot::Mutex::new(conn.config().permission));
     let gate = Arc::new(SessionGate {
         mode: mode.clone(),
         queue: queue.clone(),
         grants: grants.clone(),
-        outgoing: conn.outgoing.clone(),
-        out: conn.out.clone(),
+        outgoing: conn.outgoing().clone(),
+        out: conn.out().clone(),
         one_at_a_time: tokio::sync::Mutex::new(()),
     });
     Parts {
         gate,
         grants,
         mode,
-        tools: conn.services.tools.clone(),
+        tools: conn.services().tools.clone(),
         mcp: None,
         mcp_notes: Vec::new(),
         queue,
@@ -227,7 +227,7 @@ pub(super) struct Prepared {
 /// start, since each one lacks their tools.
 pub(super) async fn prepare(conn: &Conn, id: &str, servers: Vec<ServerSpec>) -> Prepared {
     let mut parts = parts(conn);
-    if let Some(host) = conn.scope.get::<dyn McpToolHost>() {
+    if let Some(host) = conn.scope().get::<dyn McpToolHost>() {
         parts.mcp_notes = host.ready().await;
     }
     let tools = session_mcp(conn, servers)
@@ -269,7 +269,7 @@ pub(super) fn install(
         *parts.mode.lock() = mode;
     }
     let (commands, warnings) =
-        dsh_agent::commands::Commands::discover(&cwd, conn.config.commands_dir.as_deref());
+        dsh_agent::commands::Commands::discover(&cwd, conn.config().commands_dir.as_deref());
     for warning in warnings {
         tracing::warn!(session = %agent.id(), "{warning}");
     }
@@ -288,29 +288,29 @@ pub(super) fn install(
         prompt: PromptSlot::default(),
         queue: parts.queue,
     });
-    if !conn.state.install(record.clone()) {
+    if !conn.state().install(record.clone()) {
         return Err(handle);
     }
     // A server that did not start is told to the person once the client knows the session
     // (see `setup::announce`); the session works without it.
     for note in mcp_notes {
         tracing::warn!(session = %record.id, "{note}");
-        if conn.state.notices() {
+        if conn.state().notices() {
             record.unannounced.lock().push(note);
         }
     }
     let path = OrderedPath::new(
         record.clone(),
         PathParts {
-            out: conn.out.clone(),
+            out: conn.out().clone(),
             tools: parts.tools,
-            outgoing: conn.outgoing.clone(),
-            auth_hint: conn.config.auth_hint.as_deref().map(Arc::from),
-            prices: conn.config.prices.clone().map(Arc::new),
+            outgoing: conn.outgoing().clone(),
+            auth_hint: conn.config().auth_hint.as_deref().map(Arc::from),
+            prices: conn.config().prices.clone().map(Arc::new),
         },
     )
     .run(parts.items);
-    if conn.scope.spawn(path).is_err() {
+    if conn.scope().spawn(path).is_err() {
         tracing::error!(session = %record.id, "the bridge's scope closed before the session's path started");
     }
     Ok(record)

@@ -32,10 +32,10 @@ pub(crate) fn prompt(
         session_id, prompt, ..
     } = request;
     let sent: &str = &session_id.0;
-    if conn.closing.is_cancelled() {
+    if conn.closing().is_cancelled() {
         return reply.send(Err(RpcError::shutting_down()));
     }
-    let Some(record) = conn.state.record(sent) else {
+    let Some(record) = conn.state().record(sent) else {
         return reply.send(Err(RpcError::session_not_found(sent)));
     };
     let PromptContent { text, resources } = match prompt_content(&prompt) {
@@ -79,7 +79,7 @@ pub(crate) fn prompt(
     }
     // Where this process sends the session's requests is recorded with its first prompt (a
     // session nobody prompted stores nothing), and again only when it changes.
-    if let Some(server) = conn.config.server.clone()
+    if let Some(server) = conn.config().server.clone()
         && let Err(e) = record
             .agent
             .configure(ConfigChange::Server(server), ConfigOrigin::Flag)
@@ -112,7 +112,7 @@ pub(crate) fn prompt(
             outcome: Some(outcome),
         });
     };
-    if conn.scope.spawn(settle).is_err() {
+    if conn.scope().spawn(settle).is_err() {
         tracing::debug!("a prompt after the bridge's scope closed");
     }
 }
@@ -138,14 +138,14 @@ fn send_error_code(error: &AgentError) -> i32 {
 
 /// `session/cancel`: no output, ever; the prompt's response says `cancelled`.
 pub(crate) fn cancel(conn: &Arc<Conn>, session_id: &str) {
-    if let Some(record) = conn.state.record(session_id) {
+    if let Some(record) = conn.state().record(session_id) {
         cancel_record(conn, &record);
     }
 }
 
 /// `$/cancel_request`: cancels the open prompt whose request id matches exactly.
 pub(crate) fn cancel_request(conn: &Arc<Conn>, wanted: &Value) {
-    for record in conn.state.records() {
+    for record in conn.state().records() {
         if record.prompt.is_request(wanted) {
             cancel_record(conn, &record);
         }
@@ -158,7 +158,7 @@ pub(crate) fn cancel_record(conn: &Arc<Conn>, record: &Arc<LiveSession>) {
         return;
     };
     record.agent.cancel(CancelCause::User);
-    let grace = conn.config.cancel_grace;
+    let grace = conn.config().cancel_grace;
     let waiter = record.clone();
     let backstop = async move {
         tokio::time::sleep(grace).await;
@@ -167,7 +167,7 @@ pub(crate) fn cancel_record(conn: &Arc<Conn>, record: &Arc<LiveSession>) {
             outcome: None,
         });
     };
-    if conn.scope.spawn(backstop).is_err() {
+    if conn.scope().spawn(backstop).is_err() {
         tracing::debug!("a cancel after the bridge's scope closed");
     }
 }

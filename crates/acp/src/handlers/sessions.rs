@@ -93,18 +93,18 @@ pub(crate) fn list_sessions(conn: &Arc<Conn>, reply: Reply, request: ListSession
     spawn_setup(conn, async move {
         let listed = setup_contained("session/list", async {
             // A first page reads the store afresh; the pages after it reuse that listing.
-            let cached = after.as_ref().and_then(|_| conn2.listed.get(&query.cwd));
+            let cached = after.as_ref().and_then(|_| conn2.listed().get(&query.cwd));
             let sessions = match cached {
                 Some(sessions) => sessions,
                 None => {
                     let listing = conn2
-                        .services
+                        .services()
                         .persistence
                         .list(&query)
                         .await
                         .map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))?;
                     let sessions = Arc::new(listing.sessions);
-                    conn2.listed.put(query.cwd.clone(), sessions.clone());
+                    conn2.listed().put(query.cwd.clone(), sessions.clone());
                     sessions
                 }
             };
@@ -188,16 +188,16 @@ impl std::fmt::Display for Cursor {
 /// and forgets it; the log stays, and `session/load` or `session/resume` brings it back.
 pub(crate) fn close_session(conn: &Arc<Conn>, reply: Reply, request: CloseSessionRequest) {
     let sent = request.session_id.0.to_string();
-    let Some(record) = conn.state.remove(&sent) else {
+    let Some(record) = conn.state().remove(&sent) else {
         return reply.send(Err(RpcError::session_not_found(&sent)));
     };
     crate::handlers::cancel_record(conn, &record);
     record.agent.cancel(CancelCause::User);
-    let grace = conn.config.cancel_grace;
+    let grace = conn.config().cancel_grace;
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
         record.close(grace).await;
-        if let Err(err) = conn2.services.store.flush(&record.id).await {
+        if let Err(err) = conn2.services().store.flush(&record.id).await {
             tracing::warn!(session = %sent, "the closed session's last events: {err}");
         }
         tracing::info!(session = %sent, "session closed");
@@ -209,7 +209,7 @@ pub(crate) fn close_session(conn: &Arc<Conn>, reply: Reply, request: CloseSessio
 /// or anywhere else is refused (close it first); one that does not exist is deleted already.
 pub(crate) fn delete_session(conn: &Arc<Conn>, reply: Reply, request: DeleteSessionRequest) {
     let sent = request.session_id.0.to_string();
-    if conn.state.record(&sent).is_some() {
+    if conn.state().record(&sent).is_some() {
         return reply.send(Err(open_session(
             &sent,
             "it is open in this editor; close it first",
@@ -221,7 +221,7 @@ pub(crate) fn delete_session(conn: &Arc<Conn>, reply: Reply, request: DeleteSess
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
         let deleted = setup_contained("session/delete", async {
-            match conn2.services.persistence.delete(&id).await {
+            match conn2.services().persistence.delete(&id).await {
                 Ok(()) | Err(PersistenceError::NotFound { .. }) => {
                     result(&DeleteSessionResponse::new())
                 }

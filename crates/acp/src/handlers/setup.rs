@@ -23,7 +23,7 @@ use crate::system_prompt::caller_prompt;
 
 /// `session/new`.
 pub(crate) fn new_session(conn: &Arc<Conn>, reply: Reply, request: NewSessionRequest) {
-    if let Some(guidance) = &conn.config.auth_required {
+    if let Some(guidance) = &conn.config().auth_required {
         return reply.send(Err(RpcError::auth_required(guidance)));
     }
     let NewSessionRequest {
@@ -73,8 +73,8 @@ pub(super) async fn setup_contained<T>(
 }
 
 pub(super) fn spawn_setup(conn: &Arc<Conn>, task: impl Future<Output = ()> + Send + 'static) {
-    let tracked = conn.setups.track_future(task);
-    if conn.scope.spawn(tracked).is_err() {
+    let tracked = conn.setups().track_future(task);
+    if conn.scope().spawn(tracked).is_err() {
         tracing::debug!("a setup after the bridge's scope closed was dropped");
     }
 }
@@ -95,12 +95,12 @@ async fn create(
     caller: Option<CallerPrompt>,
     servers: Vec<dsh_mcp::ServerSpec>,
 ) -> Result<Arc<LiveSession>, RpcError> {
-    if conn.closing.is_cancelled() {
+    if conn.closing().is_cancelled() {
         return Err(RpcError::shutting_down());
     }
     let session_id = SessionId::mint();
     let prepared = prepare(conn, session_id.as_str(), servers).await;
-    let mut request = CreateAgent::new(conn.scope.clone())
+    let mut request = CreateAgent::new(conn.scope().clone())
         .with_id(session_id.clone())
         .with_cwd(cwd.clone())
         .with_options(overrides(caller))
@@ -111,7 +111,7 @@ async fn create(
     if let Some(tools) = prepared.tools.clone() {
         request = request.with_tools(tools);
     }
-    let handle = match conn.services.registry.create(request).await {
+    let handle = match conn.services().registry.create(request).await {
         Ok(handle) => handle,
         Err(e) => {
             prepared.abandon().await;
@@ -122,10 +122,10 @@ async fn create(
         }
     };
     let caps = RenderCaps {
-        terminal_card: conn.state.terminal_output(),
-        compaction: conn.state.compaction(),
-        plan: conn.state.plan(),
-        notices: conn.state.notices(),
+        terminal_card: conn.state().terminal_output(),
+        compaction: conn.state().compaction(),
+        plan: conn.state().plan(),
+        notices: conn.state().notices(),
     };
     match install(conn, handle, cwd.clone(), caps, prepared.parts) {
         Ok(record) => {
@@ -201,7 +201,7 @@ struct Attach {
 }
 
 fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
-    if let Some(guidance) = &conn.config.auth_required {
+    if let Some(guidance) = &conn.config().auth_required {
         return reply.send(Err(RpcError::auth_required(guidance)));
     }
     let Attach {
@@ -230,7 +230,7 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
         Ok(servers) => servers,
         Err(error) => return reply.send(Err(error)),
     };
-    if !conn.state.reserve_load(&sent) {
+    if !conn.state().reserve_load(&sent) {
         return reply.send(Err(RpcError::new(
             code::INVALID_PARAMS,
             "session is already loaded",
@@ -263,7 +263,7 @@ fn attach_session(conn: &Arc<Conn>, reply: Reply, attach: Attach) {
 /// it came after the answer, once it knows the session: after the answer. An update naming a
 /// session before its answer is one the client cannot place.
 fn announce(conn: &Arc<Conn>, session: &str) {
-    if let Some(record) = conn.state.record(session) {
+    if let Some(record) = conn.state().record(session) {
         record.push(Item::Commands);
         for notice in std::mem::take(&mut *record.unannounced.lock()) {
             record.push(Item::Notice(notice));
@@ -274,7 +274,7 @@ fn announce(conn: &Arc<Conn>, session: &str) {
 
 /// Serves, in order, the prompts that waited for a load, then lifts the reservation.
 fn release_backlog(conn: &Arc<Conn>, id: &str) {
-    while let Some(held) = conn.state.next_deferred(id) {
+    while let Some(held) = conn.state().next_deferred(id) {
         conn.dispatch_deferred(held);
     }
 }
@@ -302,10 +302,10 @@ async fn load(
         replay,
         servers,
     } = request;
-    if conn.closing.is_cancelled() {
+    if conn.closing().is_cancelled() {
         return Err(RpcError::shutting_down());
     }
-    let header = match conn.services.persistence.header(id).await {
+    let header = match conn.services().persistence.header(id).await {
         Ok(Some(header)) => header,
         Ok(None) => return Err(RpcError::session_not_found(sent)),
         Err(e) => {
@@ -326,7 +326,7 @@ async fn load(
         })));
     }
     let prepared = prepare(conn, id.as_str(), servers).await;
-    let mut request = ResumeAgent::new(conn.scope.clone(), id.clone())
+    let mut request = ResumeAgent::new(conn.scope().clone(), id.clone())
         .with_options(overrides(caller))
         .with_approval(prepared.parts.gate.clone());
     if let Some(files) = prepared.files.clone() {
@@ -335,7 +335,7 @@ async fn load(
     if let Some(tools) = prepared.tools.clone() {
         request = request.with_tools(tools);
     }
-    let handle = match conn.services.registry.resume(request).await {
+    let handle = match conn.services().registry.resume(request).await {
         Ok(handle) => handle,
         Err(e) => {
             prepared.abandon().await;
@@ -351,10 +351,10 @@ async fn load(
     };
     let events = handle.agent().session().events();
     let caps = RenderCaps {
-        terminal_card: conn.state.terminal_output(),
-        compaction: conn.state.compaction(),
-        plan: conn.state.plan(),
-        notices: conn.state.notices(),
+        terminal_card: conn.state().terminal_output(),
+        compaction: conn.state().compaction(),
+        plan: conn.state().plan(),
+        notices: conn.state().notices(),
     };
     let record = match install(conn, handle, stored, caps, prepared.parts) {
         Ok(record) => record,
