@@ -16,7 +16,6 @@
 //! - the streams honour the model seam's contract (they pass `StreamChecker`).
 #![deny(missing_docs)]
 
-mod convert;
 mod model;
 mod plugin;
 mod script;

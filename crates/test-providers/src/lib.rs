@@ -14,6 +14,7 @@
 
 pub mod mock_model;
 pub mod persistence_contract;
+pub mod recorded;
 
 /// The real providers a crate's tests may run against, reached through this crate only.
 pub mod providers {

@@ -2,6 +2,5 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod convert;
 mod parse;
 mod play;

@@ -2,8 +2,11 @@
 //! whose entries reproduce the recorded assistant messages; interrupted prefixes are skipped;
 //! an error turn becomes an error entry.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use dsh_llm::{FinishReason, ModelErrorKind};
-use dsh_llm_replay::{Ending, ItemKind, ReplayScript};
+use dsh_llm_replay::{Ending, ItemKind};
+use dsh_test_providers::recorded::script_from_log;
 use dsh_test_support::stored::{self, log};
 use serde_json::json;
 
@@ -47,7 +50,7 @@ fn a_session_log_becomes_a_script() {
             json!({"turn": 2, "reason": {"kind": "error", "failure": {"code": "rate_limited", "message": "slow down", "status": 429}}}),
         ),
     ]);
-    let script = ReplayScript::from_session_events("recorded", &events);
+    let script = script_from_log("recorded", &events);
     assert_eq!(script.prompt.as_deref(), Some("list files"));
     assert_eq!(script.entries.len(), 3, "the interrupted prefix is skipped");
     let first = &script.entries[0];
@@ -89,7 +92,7 @@ fn a_session_log_becomes_a_script() {
 #[test]
 fn a_stored_log_of_the_binary_becomes_a_script() {
     let events = stored::events(stored::BEFORE_TYPED_RECORDS);
-    let script = ReplayScript::from_session_events("stored", &events);
+    let script = script_from_log("stored", &events);
     assert_eq!(script.prompt.as_deref(), Some("Look at this"));
     let endings: Vec<&Ending> = script.entries.iter().map(|e| &e.ending).collect();
     assert_eq!(endings.len(), 6, "{endings:?}");
