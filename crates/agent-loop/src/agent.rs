@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use dsh_agent::{
-    AgentEvent, AgentOptions, AgentStatus, CancelCause, ConfigKey, SessionConfig, TurnEndReason,
-    TurnOutcome,
+    AgentEvent, AgentOptions, AgentSetup, AgentStatus, CancelCause, ConfigKey, SessionConfig,
+    TurnEndReason, TurnOutcome,
 };
 use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Scope};
 use dsh_llm::Model;
 use dsh_session::{Session, SessionId, SessionStore};
-use dsh_tools::{ApprovalGate, Roots, ToolRegistry};
+use dsh_tools::{Roots, ToolRegistry};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -38,13 +38,8 @@ pub(crate) struct LoopAgent {
     /// A child of `scope` handed to tools for their effects; never the scope tasks run on.
     pub(crate) tools_scope: Scope,
     pub(crate) store: Arc<SessionStore>,
-    pub(crate) approval: Option<Arc<dyn ApprovalGate>>,
-    /// The caller's file access; `None` is the kernel's file service.
-    pub(crate) files: Option<Arc<dyn FileAccess>>,
-    /// The caller's tools; `None` is the kernel's tool registry.
-    pub(crate) tools: Option<Arc<dyn ToolRegistry>>,
-    /// The session's directories besides its cwd.
-    pub(crate) additional_dirs: Vec<PathBuf>,
+    /// The caller's gate, files, tools and directories.
+    pub(crate) setup: AgentSetup,
     pub(crate) shared: Arc<Loop>,
     pub(crate) state: Mutex<State>,
     /// The model history as of the last step, extended by each step with what was appended.
@@ -73,7 +68,7 @@ impl LoopAgent {
     pub(crate) fn roots(&self) -> Roots {
         Roots::new(
             PathBuf::from(self.session.header().cwd.clone()),
-            self.additional_dirs.clone(),
+            self.setup.additional_dirs.clone(),
         )
     }
 
@@ -86,6 +81,7 @@ impl LoopAgent {
                 .map(|model| model.info().model.clone()),
             ConfigKey::ThoughtLevel => self.options.reasoning.map(|l| l.as_str().to_owned()),
             ConfigKey::Mode => self
+                .setup
                 .approval
                 .as_ref()
                 .map(|gate| gate.mode().as_str().to_owned()),
@@ -107,7 +103,7 @@ impl LoopAgent {
 
     /// The tools this agent is offered: the caller's, else the kernel's registry.
     pub(crate) fn tool_registry(&self) -> Result<Arc<dyn ToolRegistry>, dsh_kernel::KernelError> {
-        match &self.tools {
+        match &self.setup.tools {
             Some(tools) => Ok(tools.clone()),
             None => self.scope.require::<dyn ToolRegistry>(),
         }
@@ -115,7 +111,8 @@ impl LoopAgent {
 
     /// Where this agent's tools read and write files: the caller's, else the kernel's.
     pub(crate) fn file_access(&self) -> Option<Arc<dyn FileAccess>> {
-        self.files
+        self.setup
+            .files
             .clone()
             .or_else(|| self.scope.get::<dyn FileAccess>())
     }
@@ -146,10 +143,7 @@ pub(crate) struct AgentParts {
     pub(crate) scope: Scope,
     pub(crate) tools_scope: Scope,
     pub(crate) store: Arc<SessionStore>,
-    pub(crate) approval: Option<Arc<dyn ApprovalGate>>,
-    pub(crate) files: Option<Arc<dyn FileAccess>>,
-    pub(crate) tools: Option<Arc<dyn ToolRegistry>>,
-    pub(crate) additional_dirs: Vec<PathBuf>,
+    pub(crate) setup: AgentSetup,
     pub(crate) shared: Arc<Loop>,
     pub(crate) next_turn: u32,
     pub(crate) titled: bool,
@@ -165,10 +159,7 @@ impl LoopAgent {
             scope: parts.scope,
             tools_scope: parts.tools_scope,
             store: parts.store,
-            approval: parts.approval,
-            files: parts.files,
-            tools: parts.tools,
-            additional_dirs: parts.additional_dirs,
+            setup: parts.setup,
             shared: parts.shared,
             state: Mutex::new(State {
                 closed: false,

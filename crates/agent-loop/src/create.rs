@@ -11,15 +11,13 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use dsh_agent::{
-    Agent, AgentError, AgentEvent, AgentFactory, AgentHandle, AgentOptions, CancelCause,
-    CreateAgent, ResumeAgent, SessionConfig,
+    Agent, AgentError, AgentEvent, AgentFactory, AgentHandle, AgentOptions, AgentSetup,
+    CancelCause, CreateAgent, ResumeAgent, SessionConfig,
 };
-use dsh_fs::FileAccess;
 use dsh_kernel::{CancellationToken, Scope, Teardown};
 use dsh_session::{
     PersistenceError, Session, SessionError, SessionId, SessionPersistence, SessionSpec,
 };
-use dsh_tools::{ApprovalGate, ToolRegistry};
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 
@@ -45,10 +43,7 @@ struct Creation {
 struct Plan {
     owner: Scope,
     options: AgentOptions,
-    approval: Option<Arc<dyn ApprovalGate>>,
-    files: Option<Arc<dyn FileAccess>>,
-    tools: Option<Arc<dyn ToolRegistry>>,
-    additional_dirs: Vec<PathBuf>,
+    setup: AgentSetup,
 }
 
 enum Origin {
@@ -64,10 +59,7 @@ async fn create(registry: &LoopRegistry, request: CreateAgent) -> Result<AgentHa
     let plan = Plan {
         owner: request.owner,
         options,
-        approval: request.approval,
-        files: request.files,
-        tools: request.tools,
-        additional_dirs: request.additional_dirs,
+        setup: request.setup,
     };
     let claim = match &request.session_id {
         Some(id) => Some(IdClaim::take(shared, id).await?),
@@ -88,10 +80,7 @@ async fn resume(registry: &LoopRegistry, request: ResumeAgent) -> Result<AgentHa
     let plan = Plan {
         owner: request.owner,
         options,
-        approval: request.approval,
-        files: request.files,
-        tools: request.tools,
-        additional_dirs: request.additional_dirs,
+        setup: request.setup,
     };
     run(
         shared,
@@ -326,10 +315,7 @@ async fn transact(
         scope: scope.clone(),
         tools_scope,
         store,
-        approval: plan.approval,
-        files: plan.files,
-        tools: plan.tools,
-        additional_dirs: plan.additional_dirs,
+        setup: plan.setup,
         shared: shared.clone(),
         next_turn,
         titled,

@@ -230,6 +230,7 @@ impl Phase<'_, '_> {
         };
         let effect = tool.effect(&args, &agent.roots());
         let approval = agent
+            .setup
             .approval
             .clone()
             .filter(|gate| gate.mode().asks(effect));
@@ -331,7 +332,7 @@ impl Phase<'_, '_> {
             self.token.clone(),
         )
         .with_call(self.slots[index].call.id.clone(), self.turn, self.step)
-        .with_extra_roots(agent.additional_dirs.clone());
+        .with_extra_roots(agent.setup.additional_dirs.clone());
         match agent.file_access() {
             Some(files) => cx.with_files(files),
             None => cx,

@@ -14,19 +14,10 @@ use crate::error::AgentError;
 use crate::handle::AgentHandle;
 use crate::options::AgentOverrides;
 
-/// A request for a new agent over a new session.
-#[non_exhaustive]
-#[derive(Clone)]
-pub struct CreateAgent {
-    /// The scope that co-owns the agent: disposing it tears the agent down. Required, so a
-    /// caller cannot forget to own what it created (configured agents pass the plugin scope).
-    pub owner: Scope,
-    /// The id; `None` mints one.
-    pub session_id: Option<SessionId>,
-    /// Absolute UTF-8 working directory; `None` is the process's.
-    pub cwd: Option<PathBuf>,
-    /// Overrides of the loop's defaults, field by field.
-    pub options: AgentOverrides,
+/// What an agent works with besides the loop's defaults, given by whoever creates or resumes
+/// it: one type, carried unchanged from the request to the running agent.
+#[derive(Clone, Default)]
+pub struct AgentSetup {
     /// Consulted before tools that need approval.
     pub approval: Option<Arc<dyn ApprovalGate>>,
     /// Where the agent's tools read and write files (an editor's buffers); `None` is the
@@ -41,6 +32,23 @@ pub struct CreateAgent {
     pub additional_dirs: Vec<PathBuf>,
 }
 
+/// A request for a new agent over a new session.
+#[non_exhaustive]
+#[derive(Clone)]
+pub struct CreateAgent {
+    /// The scope that co-owns the agent: disposing it tears the agent down. Required, so a
+    /// caller cannot forget to own what it created (configured agents pass the plugin scope).
+    pub owner: Scope,
+    /// The id; `None` mints one.
+    pub session_id: Option<SessionId>,
+    /// Absolute UTF-8 working directory; `None` is the process's.
+    pub cwd: Option<PathBuf>,
+    /// Overrides of the loop's defaults, field by field.
+    pub options: AgentOverrides,
+    /// What the agent works with: its approval gate, files, tools and directories.
+    pub setup: AgentSetup,
+}
+
 impl CreateAgent {
     /// A request owned by `owner`, with everything else defaulted.
     pub fn new(owner: Scope) -> CreateAgent {
@@ -49,10 +57,7 @@ impl CreateAgent {
             session_id: None,
             cwd: None,
             options: AgentOverrides::default(),
-            approval: None,
-            files: None,
-            tools: None,
-            additional_dirs: Vec::new(),
+            setup: AgentSetup::default(),
         }
     }
 
@@ -76,25 +81,25 @@ impl CreateAgent {
 
     /// With an approval gate.
     pub fn with_approval(mut self, approval: Arc<dyn ApprovalGate>) -> CreateAgent {
-        self.approval = Some(approval);
+        self.setup.approval = Some(approval);
         self
     }
 
     /// With the caller's file access.
     pub fn with_files(mut self, files: Arc<dyn FileAccess>) -> CreateAgent {
-        self.files = Some(files);
+        self.setup.files = Some(files);
         self
     }
 
     /// With the tools the agent is offered.
     pub fn with_tools(mut self, tools: Arc<dyn ToolRegistry>) -> CreateAgent {
-        self.tools = Some(tools);
+        self.setup.tools = Some(tools);
         self
     }
 
     /// With directories besides the cwd.
     pub fn with_additional_dirs(mut self, dirs: Vec<PathBuf>) -> CreateAgent {
-        self.additional_dirs = dirs;
+        self.setup.additional_dirs = dirs;
         self
     }
 }
@@ -109,18 +114,8 @@ pub struct ResumeAgent {
     pub session_id: SessionId,
     /// Overrides of the loop's defaults for the resumed agent (never taken from the log).
     pub options: AgentOverrides,
-    /// Consulted before tools that need approval.
-    pub approval: Option<Arc<dyn ApprovalGate>>,
-    /// Where the agent's tools read and write files (an editor's buffers); `None` is the
-    /// kernel's file service (the local disk).
-    pub files: Option<Arc<dyn FileAccess>>,
-    /// The tools the agent is offered; `None` is the kernel's tool registry. A front end
-    /// with tools of its own for this session (an editor's MCP servers) passes an
-    /// [`dsh_tools::OverlayToolRegistry`] over the kernel's.
-    pub tools: Option<Arc<dyn ToolRegistry>>,
-    /// The session's directories besides its cwd (an editor's other workspace folders):
-    /// edits there count as inside.
-    pub additional_dirs: Vec<PathBuf>,
+    /// What the agent works with: its approval gate, files, tools and directories.
+    pub setup: AgentSetup,
 }
 
 impl ResumeAgent {
@@ -130,10 +125,7 @@ impl ResumeAgent {
             owner,
             session_id,
             options: AgentOverrides::default(),
-            approval: None,
-            files: None,
-            tools: None,
-            additional_dirs: Vec::new(),
+            setup: AgentSetup::default(),
         }
     }
 
@@ -145,25 +137,25 @@ impl ResumeAgent {
 
     /// With an approval gate.
     pub fn with_approval(mut self, approval: Arc<dyn ApprovalGate>) -> ResumeAgent {
-        self.approval = Some(approval);
+        self.setup.approval = Some(approval);
         self
     }
 
     /// With the caller's file access.
     pub fn with_files(mut self, files: Arc<dyn FileAccess>) -> ResumeAgent {
-        self.files = Some(files);
+        self.setup.files = Some(files);
         self
     }
 
     /// With the tools the agent is offered.
     pub fn with_tools(mut self, tools: Arc<dyn ToolRegistry>) -> ResumeAgent {
-        self.tools = Some(tools);
+        self.setup.tools = Some(tools);
         self
     }
 
     /// With directories besides the cwd.
     pub fn with_additional_dirs(mut self, dirs: Vec<PathBuf>) -> ResumeAgent {
-        self.additional_dirs = dirs;
+        self.setup.additional_dirs = dirs;
         self
     }
 }

@@ -43,7 +43,7 @@ pub use config::{
 pub use context::{ContextBuilder, ContextError, ContextRequest, ToolBrief};
 pub use error::AgentError;
 pub use event::AgentEvent;
-pub use factory::{AgentFactory, AgentRegistry, CreateAgent, ResumeAgent};
+pub use factory::{AgentFactory, AgentRegistry, AgentSetup, CreateAgent, ResumeAgent};
 pub use handle::AgentHandle;
 pub use instructions::{Audience, CallerPrompt, PromptMode};
 pub use message::{MessageId, MessageSource, UserMessage};
