@@ -9,13 +9,19 @@ use std::time::Duration;
 
 use dsh_acp::{AcpBridge, AcpConfig, ShutdownReason};
 
-use crate::args::{AcpPermission, Global};
+use dsh_tools::PermissionMode;
+
+use crate::args::Global;
 use crate::exit::Failure;
 use crate::settings::{CommandFlags, Settings};
 use crate::signals::Signals;
 
 /// Runs `dsh acp`; returns the exit status.
-pub async fn acp(global: &Global, permission: Option<AcpPermission>, max_steps: Option<u32>) -> u8 {
+pub async fn acp(
+    global: &Global,
+    permission: Option<PermissionMode>,
+    max_steps: Option<u32>,
+) -> u8 {
     match serve(global, permission, max_steps).await {
         Ok(()) => 0,
         Err(failure) => {
@@ -45,7 +51,7 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
 
 async fn serve(
     global: &Global,
-    permission: Option<AcpPermission>,
+    permission: Option<PermissionMode>,
     max_steps: Option<u32>,
 ) -> Result<(), Failure> {
     let flags = CommandFlags {

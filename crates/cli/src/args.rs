@@ -5,7 +5,9 @@
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use dsh_tools::PermissionMode;
 
 /// `dsh <semver> (<git hash>)`, answered by clap before any other work.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("DSH_GIT_HASH"), ")");
@@ -87,8 +89,8 @@ pub enum Command {
     Acp {
         /// Whether bash asks the editor before each call (default: the `[acp]` file
         /// setting, else ask).
-        #[arg(long, value_enum)]
-        permission: Option<AcpPermission>,
+        #[arg(long, value_parser = permission_modes(ACP_ASK))]
+        permission: Option<PermissionMode>,
         /// Model calls per turn, 1..=10000 (default 50).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
         max_steps: Option<u32>,
@@ -175,30 +177,27 @@ pub struct RunArgs {
     pub max_steps: Option<u32>,
     /// Whether edits and commands ask on the terminal first (`ask` denies without a
     /// terminal; default: the `permission` setting, else allow).
-    #[arg(long, value_enum)]
-    pub permission: Option<Permission>,
+    #[arg(long, value_parser = permission_modes(RUN_ASK))]
+    pub permission: Option<PermissionMode>,
 }
 
-/// `dsh acp --permission`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum AcpPermission {
-    /// Ask the editor before each edit and command.
-    Ask,
-    /// Edit files in the project without asking; ask before commands and edits elsewhere.
-    AcceptEdits,
-    /// Run tools without asking.
-    Allow,
-}
+/// What `ask` means for `dsh acp --permission`.
+const ACP_ASK: &str = "Ask the editor before each edit and command";
+/// What `ask` means for `dsh run --permission`.
+const RUN_ASK: &str =
+    "Ask on the controlling terminal before each edit and command; deny when there is none";
 
-/// `--permission`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Permission {
-    /// Ask on the controlling terminal before each edit and command; deny when there is none.
-    Ask,
-    /// Edit files in the project without asking; ask before commands and edits elsewhere.
-    AcceptEdits,
-    /// Run tools without asking.
-    Allow,
+/// `--permission`: the permission modes by name, `ask` described as the command asks.
+fn permission_modes(ask: &'static str) -> impl TypedValueParser<Value = PermissionMode> {
+    let help = |mode: PermissionMode| match mode {
+        PermissionMode::Ask => ask,
+        PermissionMode::AcceptEdits => {
+            "Edit files in the project without asking; ask before commands and edits elsewhere"
+        }
+        PermissionMode::Allow => "Run tools without asking",
+    };
+    let values = PermissionMode::ALL.map(|mode| PossibleValue::new(mode.as_str()).help(help(mode)));
+    PossibleValuesParser::new(values).try_map(|name| name.parse::<PermissionMode>())
 }
 
 /// `--color`.

@@ -5,6 +5,7 @@
 //! mode, a max-tokens field, durations), so no command parses a setting again.
 
 mod file;
+mod flags;
 pub mod mcp;
 mod table;
 
@@ -17,10 +18,11 @@ use dsh_acp::PermissionMode;
 use dsh_llm::ReasoningEffort;
 use dsh_llm_openai::MaxTokensField;
 
-use crate::args::{AcpPermission, Global, Permission, Reasoning};
+use crate::args::Global;
 use crate::exit::Failure;
 use crate::remember::Remembered;
 
+use table::*;
 pub use table::{KEYS, Key, Kind};
 
 /// Where a value came from.
@@ -70,9 +72,9 @@ pub struct CommandFlags {
     /// `dsh run --max-steps`, `dsh acp --max-steps`.
     pub max_steps: Option<u32>,
     /// `dsh acp --permission`.
-    pub acp_permission: Option<AcpPermission>,
+    pub acp_permission: Option<PermissionMode>,
     /// `dsh run --permission`.
-    pub run_permission: Option<Permission>,
+    pub run_permission: Option<PermissionMode>,
 }
 
 /// What every command runs with.
@@ -158,31 +160,27 @@ impl Settings {
             resolved: &resolved,
         };
         Ok(Settings {
-            data_dir: typed.get("data_dir", |t| Some(PathBuf::from(t)))?,
-            model: typed.get("model", |t| Some(t.to_owned()))?,
-            base_url: typed.get("base_url", |t| Some(t.to_owned()))?,
-            api_key_env: typed.get("api_key_env", |t| Some(t.to_owned()))?,
-            replay: typed.optional("replay", |t| Some(t.to_owned()))?,
-            reasoning: typed.get("reasoning", |t| Some(effort(t)))?,
-            max_tokens: typed.get("max_tokens", |t| t.parse().ok())?,
-            temperature: typed.get_or_unset("temperature", |t| t.parse().ok())?,
-            max_steps: typed.get_or_unset("max_steps", |t| t.parse().ok())?,
-            max_tool_calls: typed.get("max_tool_calls", |t| t.parse().ok())?,
-            permission: typed.get("permission", |t| t.parse::<PermissionMode>().ok())?,
-            search_timeout: typed.get("search_timeout_secs", secs)?,
-            context_window: typed.get("context_window", |t| t.parse().ok())?,
-            compact_at: typed.get("compact_at", |t| t.parse().ok())?,
-            keep_tool_output: typed.get("keep_tool_output", |t| t.parse().ok())?,
-            connect_timeout: typed.get("http.connect_timeout_secs", secs)?,
-            first_byte_timeout: typed.get("http.first_byte_timeout_secs", secs)?,
-            idle_timeout: typed.get("http.idle_timeout_secs", secs)?,
-            max_retries: typed.get("http.max_retries", |t| t.parse().ok())?,
-            send_reasoning_content: typed.get("http.send_reasoning_content", |t| t.parse().ok())?,
-            max_tokens_field: typed.get("http.max_tokens_field", |t| match t {
-                "max_tokens" => Some(MaxTokensField::MaxTokens),
-                "max_completion_tokens" => Some(MaxTokensField::MaxCompletionTokens),
-                _ => None,
-            })?,
+            data_dir: typed.get(&DATA_DIR)?,
+            model: typed.get(&MODEL)?,
+            base_url: typed.get(&BASE_URL)?,
+            api_key_env: typed.get(&API_KEY_ENV)?,
+            replay: typed.optional(&REPLAY)?,
+            reasoning: typed.get(&REASONING)?,
+            max_tokens: typed.get(&MAX_TOKENS)?,
+            temperature: typed.get_or_unset(&TEMPERATURE)?,
+            max_steps: typed.get_or_unset(&MAX_STEPS)?,
+            max_tool_calls: typed.get(&MAX_TOOL_CALLS)?,
+            permission: typed.get(&PERMISSION)?,
+            search_timeout: typed.get(&SEARCH_TIMEOUT)?,
+            context_window: typed.get(&CONTEXT_WINDOW)?,
+            compact_at: typed.get(&COMPACT_AT)?,
+            keep_tool_output: typed.get(&KEEP_TOOL_OUTPUT)?,
+            connect_timeout: typed.get(&CONNECT_TIMEOUT)?,
+            first_byte_timeout: typed.get(&FIRST_BYTE_TIMEOUT)?,
+            idle_timeout: typed.get(&IDLE_TIMEOUT)?,
+            max_retries: typed.get(&MAX_RETRIES)?,
+            send_reasoning_content: typed.get(&SEND_REASONING_CONTENT)?,
+            max_tokens_field: typed.get(&MAX_TOKENS_FIELD)?,
             headers: loaded
                 .as_ref()
                 .map(|l| l.headers.clone())
@@ -196,12 +194,12 @@ impl Settings {
                         .collect()
                 })
                 .unwrap_or_default(),
-            acp_permission: typed.get("acp.permission", |t| t.parse::<PermissionMode>().ok())?,
-            acp_max_line_bytes: typed.get("acp.max_line_bytes", |t| t.parse().ok())?,
-            acp_cancel_grace: typed.get("acp.cancel_grace_ms", millis)?,
-            acp_teardown_deadline: typed.get("acp.teardown_deadline_ms", millis)?,
-            system_prompt_file: typed.optional("system_prompt_file", |t| Some(PathBuf::from(t)))?,
-            project_instructions: typed.get("project_instructions", |t| t.parse().ok())?,
+            acp_permission: typed.get(&ACP_PERMISSION)?,
+            acp_max_line_bytes: typed.get(&ACP_MAX_LINE_BYTES)?,
+            acp_cancel_grace: typed.get(&ACP_CANCEL_GRACE)?,
+            acp_teardown_deadline: typed.get(&ACP_TEARDOWN_DEADLINE)?,
+            system_prompt_file: typed.optional(&SYSTEM_PROMPT_FILE)?,
+            project_instructions: typed.get(&PROJECT_INSTRUCTIONS)?,
             prices: prices(&typed)?,
             config_file,
             resolved,
@@ -238,12 +236,13 @@ fn pick(
         source,
     };
     if let Some(flag) = key.flag
-        && let Some(text) = flag_text(key.name, flag, global, flags)?
+        && let Some(text) = (flag.text)(global, flags)?
     {
+        let name = flag.name;
         key.kind
             .check(&text)
-            .map_err(|want| Failure::config(format!("{flag} {text:?}: expected {want}")))?;
-        return Ok(set(text, Source::Flag(flag)));
+            .map_err(|want| Failure::config(format!("{name} {text:?}: expected {want}")))?;
+        return Ok(set(text, Source::Flag(name)));
     }
     if let Some(name) = key.env {
         let text = match std::env::var(name) {
@@ -267,10 +266,12 @@ fn pick(
             return Ok(set(text, Source::Env(name)));
         }
     }
-    let kept = match key.name {
-        "base_url" => remembered.base_url.as_ref(),
-        "model" => remembered.model.as_ref(),
-        _ => None,
+    let kept = if key.name == BASE_URL.key.name {
+        remembered.base_url.as_ref()
+    } else if key.name == MODEL.key.name {
+        remembered.model.as_ref()
+    } else {
+        None
     };
     if let Some(text) = kept.filter(|t| key.kind.check(t).is_ok() && !t.is_empty()) {
         return Ok(set(text.clone(), Source::Session));
@@ -288,96 +289,30 @@ fn pick(
         key,
         text: match key.default {
             table::Default::Is(text) => Some(text.to_owned()),
-            table::Default::Unset | table::Default::Derived => None,
+            table::Default::Unset | table::Default::Derived(_) => None,
         },
         source: Source::Default,
     })
 }
 
-/// The text clap parsed for `flag` of the setting `name`, when it was given.
-fn flag_text(
-    name: &str,
-    flag: &str,
-    global: &Global,
-    flags: CommandFlags,
-) -> Result<Option<String>, Failure> {
-    Ok(match flag {
-        "--model" => global.model.clone(),
-        "--base-url" => global.base_url.clone(),
-        "--reasoning" => global.reasoning.map(|r| level(r).to_owned()),
-        "--max-tokens" => global.max_tokens.map(|n| n.to_string()),
-        "--temperature" => global.temperature.map(|t| t.to_string()),
-        "--max-steps" => flags.max_steps.map(|n| n.to_string()),
-        "--context-window" => global.context_window.map(|n| n.to_string()),
-        "--replay" => global.replay.clone(),
-        "--system-prompt-file" => match &global.system_prompt_file {
-            None => None,
-            Some(file) => Some(file.to_str().map(str::to_owned).ok_or_else(|| {
-                Failure::config(format!(
-                    "--system-prompt-file {}: not UTF-8",
-                    file.display()
-                ))
-            })?),
-        },
-        "--no-project-instructions" => global.no_project_instructions.then(|| "false".to_owned()),
-        // Two commands spell the flag alike, each for its own setting.
-        "--permission" if name == "permission" => flags.run_permission.map(|p| {
-            match p {
-                Permission::Ask => "ask",
-                Permission::AcceptEdits => "accept-edits",
-                Permission::Allow => "allow",
-            }
-            .to_owned()
-        }),
-        "--permission" => flags.acp_permission.map(|p| {
-            match p {
-                AcpPermission::Ask => "ask",
-                AcpPermission::AcceptEdits => "accept-edits",
-                AcpPermission::Allow => "allow",
-            }
-            .to_owned()
-        }),
-        "--data-dir" => match &global.data_dir {
-            None => None,
-            Some(dir) => Some(dir.to_str().map(str::to_owned).ok_or_else(|| {
-                Failure::config(format!("--data-dir {}: not UTF-8", dir.display()))
-            })?),
-        },
-        other => {
-            return Err(Failure::internal(format!(
-                "the settings table names {other}, which no command has"
-            )));
-        }
-    })
-}
-
 /// The defaults that depend on the environment or on other settings.
 fn derive_defaults(resolved: &mut [Resolved]) -> Result<(), Failure> {
-    let text = |name: &str| {
+    let text = |setting: &Key| {
         resolved
             .iter()
-            .find(|r| r.key.name == name)
+            .find(|r| r.key.name == setting.name)
             .and_then(|r| r.text.clone())
             .unwrap_or_default()
     };
-    let (base_url, model) = (text("base_url"), text("model"));
+    let (base_url, model) = (text(&BASE_URL.key), text(&MODEL.key));
+    let known = Known {
+        base_url: &base_url,
+        model: &model,
+    };
     for r in resolved.iter_mut() {
-        if r.text.is_some() || r.key.default != table::Default::Derived {
-            continue;
+        if let (None, table::Default::Derived(derive)) = (&r.text, r.key.default) {
+            r.text = Some(derive(&known)?);
         }
-        r.text = Some(match r.key.name {
-            "data_dir" => default_data_dir()?.display().to_string(),
-            // A DeepSeek key is only ever sent to DeepSeek.
-            "api_key_env" if is_deepseek(&base_url) => "DEEPSEEK_API_KEY".to_owned(),
-            "api_key_env" => "DSH_API_KEY".to_owned(),
-            "context_window" => crate::window::default_window(&model).to_string(),
-            "max_tokens" => crate::window::default_max_tokens(&model).to_string(),
-            // The field DeepSeek's thinking mode needs; another server may refuse it.
-            "http.send_reasoning_content" => is_deepseek(&base_url).to_string(),
-            other => {
-                return Err(Failure::internal(format!("no derived default for {other}")));
-            }
-        });
     }
     Ok(())
 }
@@ -388,11 +323,8 @@ struct Typed<'a> {
 }
 
 impl Typed<'_> {
-    fn optional<T>(
-        &self,
-        name: &str,
-        read: impl Fn(&str) -> Option<T>,
-    ) -> Result<Option<Set<T>>, Failure> {
+    fn optional<T>(&self, setting: &Setting<T>) -> Result<Option<Set<T>>, Failure> {
+        let name = setting.key.name;
         let r = self
             .resolved
             .iter()
@@ -400,7 +332,7 @@ impl Typed<'_> {
             .ok_or_else(|| Failure::internal(format!("no setting {name} in the table")))?;
         match &r.text {
             None => Ok(None),
-            Some(text) => match read(text) {
+            Some(text) => match (setting.read)(text) {
                 Some(value) => Ok(Some(Set {
                     value,
                     source: r.source.clone(),
@@ -413,12 +345,8 @@ impl Typed<'_> {
         }
     }
 
-    fn get_or_unset<T>(
-        &self,
-        name: &str,
-        read: impl Fn(&str) -> Option<T>,
-    ) -> Result<Set<Option<T>>, Failure> {
-        Ok(match self.optional(name, read)? {
+    fn get_or_unset<T>(&self, setting: &Setting<T>) -> Result<Set<Option<T>>, Failure> {
+        Ok(match self.optional(setting)? {
             Some(set) => Set {
                 value: Some(set.value),
                 source: set.source,
@@ -430,8 +358,9 @@ impl Typed<'_> {
         })
     }
 
-    fn get<T>(&self, name: &str, read: impl Fn(&str) -> Option<T>) -> Result<Set<T>, Failure> {
-        self.optional(name, read)?
+    fn get<T>(&self, setting: &Setting<T>) -> Result<Set<T>, Failure> {
+        let name = setting.key.name;
+        self.optional(setting)?
             .ok_or_else(|| Failure::internal(format!("{name} has no value and no default")))
     }
 }
@@ -439,11 +368,10 @@ impl Typed<'_> {
 /// The prices, when the input and output prices are both set; one without the other is a
 /// mistake worth an error rather than costs that are silently wrong.
 fn prices(typed: &Typed<'_>) -> Result<Option<dsh_llm::Prices>, Failure> {
-    let number = |t: &str| t.parse::<f64>().ok();
-    let input = typed.optional("price.input", number)?;
-    let output = typed.optional("price.output", number)?;
-    let cached = typed.optional("price.cached_input", number)?;
-    let currency = typed.get("price.currency", |t| Some(t.to_owned()))?;
+    let input = typed.optional(&PRICE_INPUT)?;
+    let output = typed.optional(&PRICE_OUTPUT)?;
+    let cached = typed.optional(&PRICE_CACHED_INPUT)?;
+    let currency = typed.get(&PRICE_CURRENCY)?;
     match (input, output) {
         (Some(input), Some(output)) => Ok(Some(dsh_llm::Prices {
             input: input.value,
@@ -464,7 +392,7 @@ fn prices(typed: &Typed<'_>) -> Result<Option<dsh_llm::Prices>, Failure> {
 fn anchor_paths(resolved: &mut [Resolved]) {
     for r in resolved
         .iter_mut()
-        .filter(|r| r.key.name == "system_prompt_file")
+        .filter(|r| r.key.name == SYSTEM_PROMPT_FILE.key.name)
     {
         let Some(text) = &r.text else { continue };
         if Path::new(text).is_absolute() {
@@ -482,30 +410,7 @@ fn anchor_paths(resolved: &mut [Resolved]) {
     }
 }
 
-fn secs(text: &str) -> Option<Duration> {
-    text.parse().ok().map(Duration::from_secs)
-}
-
-fn millis(text: &str) -> Option<Duration> {
-    text.parse().ok().map(Duration::from_millis)
-}
-
-fn effort(level: &str) -> Option<ReasoningEffort> {
-    ReasoningEffort::parse(level)
-}
-
-fn level(reasoning: Reasoning) -> &'static str {
-    match reasoning {
-        Reasoning::Default => "default",
-        Reasoning::Off => "off",
-        Reasoning::Low => "low",
-        Reasoning::Medium => "medium",
-        Reasoning::High => "high",
-        Reasoning::Max => "max",
-    }
-}
-
-fn default_data_dir() -> Result<PathBuf, Failure> {
+pub(crate) fn default_data_dir() -> Result<PathBuf, Failure> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     match var("XDG_DATA_HOME") {
         Some(xdg) if Path::new(&xdg).is_absolute() => Ok(PathBuf::from(xdg).join("dsh")),
@@ -565,14 +470,15 @@ mod tests {
         ]);
         let flags = CommandFlags {
             max_steps: Some(3),
-            acp_permission: Some(AcpPermission::Allow),
-            run_permission: Some(Permission::Ask),
+            acp_permission: Some(PermissionMode::Allow),
+            run_permission: Some(PermissionMode::Ask),
         };
         for key in KEYS {
             if let Some(flag) = key.flag {
-                let text = flag_text(key.name, flag, &cli.global, flags).unwrap();
-                let text = text.unwrap_or_else(|| panic!("{flag} was given"));
-                assert_eq!(key.kind.check(&text), Ok(()), "{flag} {text:?}");
+                let text = (flag.text)(&cli.global, flags).unwrap();
+                let name = flag.name;
+                let text = text.unwrap_or_else(|| panic!("{name} was given"));
+                assert_eq!(key.kind.check(&text), Ok(()), "{name} {text:?}");
             }
         }
         let mut resolved: Vec<Resolved> = KEYS
@@ -585,7 +491,7 @@ mod tests {
             .collect();
         derive_defaults(&mut resolved).unwrap();
         for r in &resolved {
-            if r.key.default == table::Default::Derived {
+            if matches!(r.key.default, table::Default::Derived(_)) {
                 assert!(r.text.is_some(), "{} has a derived default", r.key.name);
             }
         }
