@@ -7,14 +7,15 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Conn;
 use crate::envelope::Incoming;
-use crate::reply::Reply;
+use crate::reply::{Reply, result};
 use crate::request::{Notification, Request};
 use crate::rpc::{RpcError, code};
 use crate::state::Deferred;
+use agent_client_protocol_schema::v1::AuthenticateResponse;
 
 /// One frame of a read, decoded.
 enum Frame {
@@ -91,9 +92,9 @@ impl Conn {
         };
         contained(method, move || match request {
             Request::Initialize(caps) => {
-                reply.send(Ok(crate::handlers::initialize(self, caps)));
+                reply.send(crate::handlers::initialize(self, caps));
             }
-            Request::Authenticate => reply.send(Ok(json!({}))),
+            Request::Authenticate => reply.send(result(&AuthenticateResponse::new())),
             Request::NewSession(request) => crate::handlers::new_session(self, reply, *request),
             Request::LoadSession(request) => crate::handlers::load_session(self, reply, *request),
             Request::ResumeSession(request) => {
@@ -203,6 +204,7 @@ fn cancelled_ahead(frames: &[Frame]) -> Vec<bool> {
 mod tests {
     use super::*;
     use crate::envelope::classify;
+    use serde_json::json;
     use tokio_util::sync::CancellationToken;
 
     fn frames(lines: &[Value]) -> Vec<Frame> {

@@ -12,12 +12,19 @@ mod setup;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::McpServer;
+use agent_client_protocol_schema::v1::{
+    AgentAuthCapabilities, AgentCapabilities, Implementation, InitializeResponse, McpCapabilities,
+    PromptCapabilities, SessionCapabilities, SessionCloseCapabilities, SessionDeleteCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities, SessionSystemPromptCapabilities,
+    SessionSystemPromptModeCapabilities, SessionSystemPromptOverrideCapabilities,
+};
 use dsh_fs::FileAccess;
 use dsh_mcp::{ServerSpec, Transport};
 use dsh_tools::{ApprovalGate, McpToolHost, OverlayToolRegistry, ToolRegistry};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::conn::Conn;
@@ -26,6 +33,7 @@ use crate::live_session::{Grants, LiveSession, ModeCell, Pickers, PromptSlot};
 use crate::path::{Item, OrderedPath, PathParts};
 use crate::permission::SessionGate;
 use crate::render::RenderCaps;
+use crate::reply::result;
 use crate::request::ClientCaps;
 use crate::rpc::RpcError;
 
@@ -36,34 +44,42 @@ pub(crate) use sessions::{ListCache, close_session, delete_session, list_session
 pub(crate) use setup::{load_session, new_session, resume_session};
 
 /// `initialize`: the exact capabilities dsh has, nothing more.
-pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Value {
+pub(crate) fn initialize(conn: &Arc<Conn>, caps: ClientCaps) -> Result<Value, RpcError> {
     conn.state().initialize(caps);
     let mcp = conn.scope().get::<dyn McpToolHost>().is_some();
     // The model picker's values, asked for now; no session waits for them.
     config::fetch_models(conn);
-    json!({
-        "protocolVersion": 1,
-        "agentCapabilities": {
-            "loadSession": true,
-            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
-            // Streamable HTTP and stdio, when an MCP service is loaded; SSE never.
-            "mcpCapabilities": {"http": mcp, "sse": false},
-            "sessionCapabilities": {
-                "systemPrompt": {"mode": {"override": {}}},
-                "list": {},
-                "resume": {},
-                "close": {},
-                "delete": {}
-            },
-            "auth": {}
-        },
-        "authMethods": [],
-        "agentInfo": {
-            "name": "dsh",
-            "title": conn.config().agent_title,
-            "version": env!("CARGO_PKG_VERSION")
-        }
-    })
+    let sessions = SessionCapabilities::new()
+        .system_prompt(
+            SessionSystemPromptCapabilities::new().mode(
+                SessionSystemPromptModeCapabilities::new()
+                    .override_(SessionSystemPromptOverrideCapabilities::new()),
+            ),
+        )
+        .list(SessionListCapabilities::new())
+        .resume(SessionResumeCapabilities::new())
+        .close(SessionCloseCapabilities::new())
+        .delete(SessionDeleteCapabilities::new());
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(
+            PromptCapabilities::new()
+                .image(false)
+                .audio(false)
+                .embedded_context(true),
+        )
+        // Streamable HTTP and stdio, when an MCP service is loaded; SSE never.
+        .mcp_capabilities(McpCapabilities::new().http(mcp).sse(false))
+        .session_capabilities(sessions)
+        .auth(AgentAuthCapabilities::new());
+    let answer = InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(capabilities)
+        .auth_methods(Vec::new())
+        .agent_info(
+            Implementation::new("dsh", env!("CARGO_PKG_VERSION"))
+                .title(conn.config().agent_title.clone()),
+        );
+    result(&answer)
 }
 
 /// The rules `session/new` and `session/load` share beyond decoding.
