@@ -15,6 +15,7 @@ mod tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Cost, Diff, Notice, NoticeSeverity, Plan as AcpPlan,
@@ -152,13 +153,13 @@ pub(crate) struct RenderContext<'a> {
 /// What ACP keeps of an announced card beyond the view's: how it was announced, for the
 /// permission request that repeats it and for the updates that follow.
 struct OpenCall {
+    /// The view's card.
+    card: Arc<Card>,
     /// Announced as a terminal card (so its final update carries `terminal_exit`).
-    card: bool,
+    terminal: bool,
     /// The `content` it was announced with (a permission request repeats it).
     content: Vec<ToolCallContent>,
-    title: String,
     kind: ToolKind,
-    raw_input: Value,
     /// Announced as waiting for permission, not yet running.
     pending: bool,
     /// Output sent while the call ran: a card got it already, so its final update must not
@@ -270,9 +271,9 @@ impl Renderer {
         let call = self.open.get(&card.id)?;
         Some(Announced {
             tool_call_id: card.id.clone(),
-            title: call.title.clone(),
+            title: call.card.title.clone(),
             kind: call.kind,
-            raw_input: call.raw_input.clone(),
+            raw_input: call.card.raw_input.clone(),
             content: call.content.clone(),
         })
     }
@@ -309,7 +310,7 @@ impl Renderer {
                     out.extend(
                         answer
                             .context
-                            .map(|c| usage(c.used, c.window, &answer.totals)),
+                            .map(|c| usage(c.used, c.window, self.view.tally())),
                     );
                 }
                 Shown::CallOpened(card) => out.push(self.announce(card, cx)),
@@ -325,7 +326,7 @@ impl Renderer {
                     out.extend(
                         compaction
                             .context
-                            .map(|c| usage(c.used, c.window, &compaction.totals)),
+                            .map(|c| usage(c.used, c.window, self.view.tally())),
                     );
                 }
                 // An editor has no place for them but its agent log.
@@ -343,24 +344,26 @@ impl Renderer {
         out
     }
 
-    fn announce(&mut self, card: Card, cx: &RenderContext<'_>) -> SessionUpdate {
-        let id = card.id;
+    fn announce(&mut self, card: Arc<Card>, cx: &RenderContext<'_>) -> SessionUpdate {
+        let id = card.id.clone();
         let status = match cx.mode {
             RenderMode::Live if (cx.asks)(&card.name, &card.raw_input) => ToolCallStatus::Pending,
             RenderMode::Live | RenderMode::Replay => ToolCallStatus::InProgress,
         };
-        let (kind, content, locations, meta) = match card.look {
+        let (kind, content, locations, meta) = match &card.look {
             Look::Terminal {
                 description, cwd, ..
             } => {
-                let mut content: Vec<ToolCallContent> =
-                    description.map(ToolCallContent::from).into_iter().collect();
+                let mut content: Vec<ToolCallContent> = description
+                    .iter()
+                    .map(|d| ToolCallContent::from(d.clone()))
+                    .collect();
                 let mut meta = None;
                 if cx.caps.terminal_card {
                     content.push(ToolCallContent::Terminal(Terminal::new(id.clone())));
                     let dir = match cwd {
                         Some(dir) if dir.is_relative() => cx.cwd.join(dir),
-                        Some(dir) => dir,
+                        Some(dir) => dir.clone(),
                         None => cx.cwd.to_path_buf(),
                     };
                     meta = Some(meta_of(json!({
@@ -371,10 +374,13 @@ impl Renderer {
             }
             Look::Generic { content, .. } => (
                 tool_kind(card.kind),
-                content.into_iter().map(ToolCallContent::from).collect(),
+                content
+                    .iter()
+                    .map(|c| ToolCallContent::from(c.clone()))
+                    .collect(),
                 card.locations
-                    .into_iter()
-                    .map(|l| ToolCallLocation::new(absolute(cx.cwd, l.path)).line(l.line))
+                    .iter()
+                    .map(|l| ToolCallLocation::new(absolute(cx.cwd, l.path.clone())).line(l.line))
                     .collect(),
                 None,
             ),
@@ -392,11 +398,10 @@ impl Renderer {
         self.open.insert(
             id,
             OpenCall {
-                card: terminal_card,
+                card,
+                terminal: terminal_card,
                 content,
-                title: card.title,
                 kind,
-                raw_input: card.raw_input,
                 pending: status == ToolCallStatus::Pending,
                 streamed: false,
                 live: String::new(),
@@ -410,7 +415,7 @@ impl Renderer {
         let call = self.open.get_mut(id)?;
         call.streamed = true;
         let tool_call_id = ToolCallId::new(id);
-        let update = if call.card {
+        let update = if call.terminal {
             ToolCallUpdate::new(tool_call_id, ToolCallUpdateFields::new()).meta(meta_of(json!({
                 "terminal_output": {"terminal_id": id, "data": output}
             })))
@@ -443,7 +448,7 @@ impl Renderer {
     /// A closed card's final update; `cwd` joins the relative path of a change (a card
     /// closed without a result has none).
     fn closed(&mut self, closed: Closed, cwd: &Path) -> Option<SessionUpdate> {
-        let id = closed.card.id;
+        let id = closed.card.id.clone();
         let call = self.open.remove(&id)?;
         Some(final_update(&id, &call, closed.end, cwd))
     }
@@ -468,7 +473,7 @@ fn final_update(id: &str, call: &OpenCall, end: CardEnd, cwd: &Path) -> SessionU
             fields = fields.content(vec![ToolCallContent::from(shown(content))]);
         }
         let update = ToolCallUpdate::new(tool_call_id.clone(), fields);
-        match call.card {
+        match call.terminal {
             true => update.meta(exit_meta(id, None, None)),
             false => update,
         }
@@ -477,7 +482,7 @@ fn final_update(id: &str, call: &OpenCall, end: CardEnd, cwd: &Path) -> SessionU
         CardEnd::Abandoned => failed(None),
         CardEnd::Failed { content, .. } => failed(Some(&content)),
         CardEnd::Completed { shown: view, .. } => match view {
-            ToolResultView::Terminal { output, exit } if call.card => {
+            ToolResultView::Terminal { output, exit } if call.terminal => {
                 let mut meta = exit_meta(id, exit.exit_code, exit.signal.as_deref());
                 // The card appends what it gets: output it was sent while the call ran is
                 // not sent again.

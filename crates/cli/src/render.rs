@@ -44,6 +44,10 @@ struct State {
     window: Option<u64>,
     prices: Option<dsh_llm::Prices>,
     human: human::Human,
+    /// The view events of the last record, and what the text view said of the last event:
+    /// buffers kept to be filled again, so a long log is shown without an allocation each.
+    events: Vec<ViewEvent>,
+    said: Vec<human::Said>,
 }
 
 /// The observer. `closed` fires when stdout was closed under dsh.
@@ -93,6 +97,8 @@ impl Renderer {
                 window: None,
                 prices: None,
                 human: human::Human::new(color, transcript),
+                events: Vec::new(),
+                said: Vec::new(),
             }),
             stdout_closed: AtomicBool::new(false),
             closed: Notify::new(),
@@ -162,8 +168,8 @@ impl Renderer {
     /// The user allowed call `call_id`: it is shown as running now, and its time counts from
     /// now (not from before the question).
     pub fn allowed(&self, call_id: &str) {
-        let said = self.state.lock().human.allowed(call_id, now_ms());
-        self.say(said);
+        let mut said = self.state.lock().human.allowed(call_id, now_ms());
+        self.say(&mut said);
     }
 
     /// Removes the status (a spinner, a notice) from the terminal before something else is
@@ -191,12 +197,15 @@ impl Renderer {
 
     /// Renders one stored event, as the live observer would have.
     pub fn replay(&self, event: &SessionEvent, session: &dsh_session::SessionId) {
-        let shown = {
+        let mut shown = {
             let mut state = self.state.lock();
-            let projector = self.projector(&mut state, session);
-            projector.event(event, &*self.tools)
+            let mut shown = std::mem::take(&mut state.events);
+            self.projector(&mut state, session)
+                .event_into(event, &*self.tools, &mut shown);
+            shown
         };
-        self.show(shown);
+        self.show(&mut shown);
+        self.state.lock().events = shown;
     }
 
     fn projector<'a>(
@@ -215,17 +224,21 @@ impl Renderer {
         })
     }
 
-    /// Maps view events to the run's medium.
-    fn show(&self, events: Vec<ViewEvent>) {
-        for event in events {
+    /// Maps view events to the run's medium, emptying `events`.
+    fn show(&self, events: &mut Vec<ViewEvent>) {
+        for event in events.drain(..) {
             match self.view {
                 View::Human { .. } => {
-                    let said = {
+                    let mut said = {
                         let mut state = self.state.lock();
-                        let in_place = self.status.enabled();
-                        state.human.show(event.shown, in_place)
+                        let mut said = std::mem::take(&mut state.said);
+                        state
+                            .human
+                            .show(event.shown, self.status.enabled(), &mut said);
+                        said
                     };
-                    self.say(said);
+                    self.say(&mut said);
+                    self.state.lock().said = said;
                 }
                 View::Json => self.json(&event.shown),
             }
@@ -233,8 +246,8 @@ impl Renderer {
     }
 
     /// Carries out what the human view said: writes, and what the status line shows.
-    fn say(&self, said: Vec<human::Said>) {
-        for said in said {
+    fn say(&self, said: &mut Vec<human::Said>) {
+        for said in said.drain(..) {
             match said {
                 human::Said::Out(text) => self.out(text.as_bytes()),
                 human::Said::Side(text) => match self.view {
@@ -276,11 +289,11 @@ impl SessionObserver for Renderer {
     }
 
     fn on_ephemeral(&self, session: &Session, note: &Ephemeral) {
-        let shown = {
+        let mut shown = {
             let mut state = self.state.lock();
             self.projector(&mut state, session.id()).ephemeral(note)
         };
-        self.show(shown);
+        self.show(&mut shown);
     }
 }
 

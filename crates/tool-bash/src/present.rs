@@ -46,7 +46,8 @@ pub fn bash_call(call: &ToolCallRecord) -> Option<ToolCallView> {
 }
 
 pub fn bash_result(call: &ToolCallRecord, result: &ToolResultRecord) -> Option<ToolResultView> {
-    if background(&arguments(call)) {
+    // Most calls are not in the background: their arguments need no second parse to say so.
+    if call.arguments.contains("run_in_background") && background(&arguments(call)) {
         return generic_result(result);
     }
     if result.is_error {

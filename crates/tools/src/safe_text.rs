@@ -69,17 +69,38 @@ impl SafeText {
 
     /// `text` with every escape sequence and control but newline and tab removed.
     pub fn plain(text: &str) -> String {
+        if already_safe(text) {
+            return text.to_owned();
+        }
         let mut filter = SafeText::new(false);
         filter.push(text.as_bytes())
     }
 
     /// `text` as [`SafeText::plain`], keeping colours, and reset at its end if it set one.
     pub fn coloured(text: &str) -> String {
+        if already_safe(text) {
+            return text.to_owned();
+        }
         let mut filter = SafeText::new(true);
         let mut out = filter.push(text.as_bytes());
         out.push_str(&filter.finish());
         out
     }
+}
+
+/// Whether `text` holds nothing the filter would change: no C0 control but newline and tab,
+/// no DEL, and no C1 control (U+0080..U+009F, `C2 80`..`C2 9F` in UTF-8). Most text is such,
+/// and is then returned as it is without running the state machine.
+fn already_safe(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().all(|(i, &b)| match b {
+        b'\n' | b'\t' => true,
+        0..0x20 | 0x7f => false,
+        0xc2 => !bytes
+            .get(i + 1)
+            .is_some_and(|next| (0x80..=0x9f).contains(next)),
+        _ => true,
+    })
 }
 
 impl Default for SafeText {
@@ -133,6 +154,33 @@ impl Perform for Sink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_taken_as_already_safe_is_what_the_filter_would_give() {
+        let samples = [
+            "plain words",
+            "tabs\tand\nlines\n",
+            "日本語 and émoji 🌍",
+            "\u{a0}\u{a0}after C1",
+            "ÿ\u{c0}",
+            "",
+            "a\rb",
+            "\u{1b}[2J",
+            "\u{85}next line",
+            "\u{9b}31m",
+            "del\u{7f}",
+        ];
+        for text in samples {
+            let mut filter = SafeText::new(false);
+            let filtered = filter.push(text.as_bytes());
+            if already_safe(text) {
+                assert_eq!(filtered, text, "{text:?} was taken as safe");
+            } else {
+                assert_ne!(filtered, text, "{text:?} was needlessly filtered");
+            }
+            assert_eq!(SafeText::plain(text), filtered, "{text:?}");
+        }
+    }
 
     #[test]
     fn every_hostile_sequence_is_removed_and_text_and_layout_kept() {

@@ -6,6 +6,7 @@
 //! with its call id.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use dsh_session::ToolCallRecord;
 
@@ -16,17 +17,15 @@ type Key = (u32, u32, String);
 
 /// An open card and the record it was opened from.
 pub(crate) struct OpenCall {
-    pub card: Card,
+    pub card: Arc<Card>,
     pub record: ToolCallRecord,
 }
 
 #[derive(Default)]
 pub(crate) struct Calls {
-    open: HashMap<String, OpenCall>,
-    /// Opening order, so closures come out in a stable order.
-    order: Vec<String>,
-    /// Per step and call id: the card ids still open, earliest first.
-    by_call: HashMap<Key, Vec<String>>,
+    /// The open cards, in opening order. Few are open at once (a step's calls), so a
+    /// search through them is cheaper than any index kept beside them.
+    open: Vec<OpenCall>,
     /// Per step and call id: how many cards have used it.
     used: HashMap<Key, u32>,
 }
@@ -34,70 +33,51 @@ pub(crate) struct Calls {
 impl Calls {
     /// The id the next card of this call gets.
     pub fn next_id(&mut self, call: &ToolCallRecord) -> String {
-        let n = self
+        let used = self
             .used
             .entry((call.turn, call.step, call.call_id.clone()))
             .or_insert(0);
-        *n += 1;
-        match *n {
+        *used += 1;
+        match *used {
             1 => format!("{}:{}:{}", call.turn, call.step, call.call_id),
             n => format!("{}:{}:{}:{n}", call.turn, call.step, call.call_id),
         }
     }
 
     pub fn insert(&mut self, open: OpenCall) {
-        let key = (
-            open.record.turn,
-            open.record.step,
-            open.record.call_id.clone(),
-        );
-        let id = open.card.id.clone();
-        self.by_call.entry(key).or_default().push(id.clone());
-        self.order.push(id.clone());
-        self.open.insert(id, open);
+        self.open.push(open);
+    }
+
+    fn of_call(&self, turn: u32, step: u32, call_id: &str) -> impl Iterator<Item = &OpenCall> {
+        self.open.iter().filter(move |open| {
+            open.record.turn == turn && open.record.step == step && open.record.call_id == call_id
+        })
     }
 
     /// The earliest open card of this step with this call id: the one a result closes.
     pub fn first(&self, turn: u32, step: u32, call_id: &str) -> Option<&String> {
-        self.by_call
-            .get(&(turn, step, call_id.to_owned()))
-            .and_then(|ids| ids.first())
+        self.of_call(turn, step, call_id)
+            .next()
+            .map(|open| &open.card.id)
     }
 
     /// The latest open card of this step with this call id: the one running output and a
     /// question are about.
     pub fn last(&self, turn: u32, step: u32, call_id: &str) -> Option<&OpenCall> {
-        let ids = self.by_call.get(&(turn, step, call_id.to_owned()))?;
-        self.open.get(ids.last()?)
+        self.of_call(turn, step, call_id).last()
     }
 
     /// The open cards of `turn` (all of them when `None`), in opening order.
     pub fn of_turn(&self, turn: Option<u32>) -> Vec<String> {
-        self.order
+        self.open
             .iter()
-            .filter(|id| {
-                self.open
-                    .get(*id)
-                    .is_some_and(|call| turn.is_none_or(|t| call.record.turn == t))
-            })
-            .cloned()
+            .filter(|open| turn.is_none_or(|t| open.record.turn == t))
+            .map(|open| open.card.id.clone())
             .collect()
     }
 
     pub fn take(&mut self, id: &str) -> Option<OpenCall> {
-        let call = self.open.remove(id)?;
-        self.order.retain(|o| o != id);
-        let key = (
-            call.record.turn,
-            call.record.step,
-            call.record.call_id.clone(),
-        );
-        if let Some(ids) = self.by_call.get_mut(&key) {
-            ids.retain(|o| o != id);
-            if ids.is_empty() {
-                self.by_call.remove(&key);
-            }
-        }
-        Some(call)
+        let at = self.open.iter().position(|open| open.card.id == id)?;
+        Some(self.open.remove(at))
     }
 }

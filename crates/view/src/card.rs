@@ -2,6 +2,7 @@
 //! it closes (the tool's own view of its result).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use dsh_tools::{Location, ToolKindHint, ToolResultView};
 use serde_json::Value;
@@ -61,7 +62,7 @@ pub enum Look {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Closed {
     /// The card, as it was opened.
-    pub card: Card,
+    pub card: Arc<Card>,
     /// How it ended.
     pub end: CardEnd,
     /// From the call's record to its result's, when both were recorded.

@@ -1,5 +1,7 @@
 //! The vocabulary: one [`ViewEvent`] for each thing a person sees happen in a session.
 
+use std::sync::Arc;
+
 use dsh_agent::MessageSource;
 use dsh_agent::record::{
     CompactTrigger, CompactingRecord, ContextUsage, ModelProgressRecord, PlanEntry,
@@ -8,7 +10,6 @@ use dsh_llm::Usage;
 use dsh_session::{SessionId, TurnEndReason};
 
 use crate::card::{Card, Closed};
-use crate::tally::Tally;
 
 /// One thing shown, in the session it happened in.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,8 +52,8 @@ pub enum Shown {
     Reasoning(String),
     /// A model call finished.
     Answered(Answer),
-    /// The model asked for a tool call.
-    CallOpened(Card),
+    /// The model asked for a tool call (shared: the view keeps it until it closes).
+    CallOpened(Arc<Card>),
     /// Output of a running call, as it arrives (live only; never stored).
     CallOutput {
         /// The card's id.
@@ -109,10 +110,9 @@ pub struct Answer {
     pub streamed: bool,
     /// What the server reported it used, when it did.
     pub usage: Option<Usage>,
-    /// How full the model's context is after it.
+    /// How full the model's context is after it. The session's totals after it are the
+    /// projector's [`crate::Projector::tally`].
     pub context: Option<ContextUsage>,
-    /// The session's totals after it.
-    pub totals: Tally,
 }
 
 /// A compaction that was recorded.
@@ -136,6 +136,4 @@ pub struct Compaction {
     pub usage: Option<Usage>,
     /// The context after it, when the window is known.
     pub context: Option<ContextUsage>,
-    /// The session's totals after it.
-    pub totals: Tally,
 }

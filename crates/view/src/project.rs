@@ -3,6 +3,8 @@
 //! (the open cards, the streams' escape-sequence filters, prompts waiting for their step,
 //! the usage tally) and nothing a front end decides.
 
+use std::sync::Arc;
+
 use dsh_agent::record::{
     AssistantMessageRecord, Chunk, CompactedRecord, CompactingRecord, ContextUsage,
     InstructionsRecord, ModelProgressRecord, PlanEntry, Record, ToolCallRecord, ToolProgressRecord,
@@ -19,6 +21,28 @@ use crate::card::{Card, CardEnd, Closed, Look};
 use crate::event::{Answer, Compaction, Shown, ViewEvent};
 use crate::present::{call_view, result_view};
 use crate::tally::Tally;
+
+/// The events of one call, each named by its session as it is pushed.
+struct Out<'a> {
+    session: SessionId,
+    events: &'a mut Vec<ViewEvent>,
+}
+
+impl Out<'_> {
+    fn new<'a>(session: &SessionId, events: &'a mut Vec<ViewEvent>) -> Out<'a> {
+        Out {
+            session: session.clone(),
+            events,
+        }
+    }
+
+    fn push(&mut self, shown: Shown) {
+        self.events.push(ViewEvent {
+            session: self.session.clone(),
+            shown,
+        });
+    }
+}
 
 /// Turns one session's records into view events.
 pub struct Projector {
@@ -73,17 +97,27 @@ impl Projector {
     /// The open card of this step with this call id that a question or running output is
     /// about (the latest, when a step repeated the id).
     pub fn open_card(&self, turn: u32, step: u32, call_id: &str) -> Option<&Card> {
-        self.calls.last(turn, step, call_id).map(|open| &open.card)
+        self.calls.last(turn, step, call_id).map(|open| &*open.card)
     }
 
     /// The events of one appended or stored event; `tools` presents its calls.
     pub fn event(&mut self, event: &SessionEvent, tools: &dyn ToolRegistry) -> Vec<ViewEvent> {
+        let mut out = Vec::new();
+        self.event_into(event, tools, &mut out);
+        out
+    }
+
+    /// [`Projector::event`], adding the events to `out`: a front end that projects a long
+    /// log reuses one buffer.
+    pub fn event_into(
+        &mut self,
+        event: &SessionEvent,
+        tools: &dyn ToolRegistry,
+        out: &mut Vec<ViewEvent>,
+    ) {
         match Record::decode(event) {
-            Ok(record) => self.record(record, event.time, tools),
-            Err(err) => {
-                tracing::warn!("not shown: {err}");
-                Vec::new()
-            }
+            Ok(record) => self.record_into(record, event.time, tools, out),
+            Err(err) => tracing::warn!("not shown: {err}"),
         }
     }
 
@@ -115,10 +149,10 @@ impl Projector {
     /// Closes the open cards of `turn` (every open card when `None`) as abandoned, and
     /// drops the prompts still waiting: a prompt, or a replay, is over.
     pub fn close_turn(&mut self, turn: Option<u32>) -> Vec<ViewEvent> {
-        let mut out = Vec::new();
-        self.abandon(turn, &mut out);
+        let mut events = Vec::new();
+        self.abandon(turn, &mut Out::new(&self.session, &mut events));
         self.held.clear();
-        out.into_iter().map(|s| self.named(s)).collect()
+        events
     }
 
     /// The events of one decoded record appended at `time` (epoch milliseconds).
@@ -128,7 +162,20 @@ impl Projector {
         time: i64,
         tools: &dyn ToolRegistry,
     ) -> Vec<ViewEvent> {
-        let mut out = Vec::new();
+        let mut events = Vec::new();
+        self.record_into(record, time, tools, &mut events);
+        events
+    }
+
+    /// [`Projector::record`], adding the events to `out`.
+    pub fn record_into(
+        &mut self,
+        record: Record,
+        time: i64,
+        tools: &dyn ToolRegistry,
+        events: &mut Vec<ViewEvent>,
+    ) {
+        let mut out = Out::new(&self.session, events);
         match record {
             Record::TurnStart(start) => out.push(Shown::TurnStarted { turn: start.turn }),
             Record::StepStart(at) => out.push(Shown::StepStarted {
@@ -213,7 +260,6 @@ impl Projector {
             }
             Record::ConfigChanged(_) | Record::Other => {}
         }
-        out.into_iter().map(|s| self.named(s)).collect()
     }
 
     fn named(&self, shown: Shown) -> ViewEvent {
@@ -224,7 +270,7 @@ impl Projector {
     }
 
     /// The prompts (and titles) waiting for `step`, now that it shows something.
-    fn release(&mut self, step: (u32, u32), out: &mut Vec<Shown>) {
+    fn release(&mut self, step: (u32, u32), out: &mut Out<'_>) {
         if self.held.iter().any(|(s, _)| *s == step) {
             for (s, shown) in std::mem::take(&mut self.held) {
                 if s == step {
@@ -250,7 +296,6 @@ impl Projector {
             streamed,
             usage: answer.usage,
             context: answer.context,
-            totals: self.tally.clone(),
         }
     }
 
@@ -266,7 +311,6 @@ impl Projector {
             files_modified: record.files_modified,
             usage: record.usage,
             context,
-            totals: self.tally.clone(),
         }
     }
 
@@ -287,16 +331,20 @@ impl Projector {
         warnings
     }
 
-    fn open(&mut self, call: ToolCallRecord, time: i64, tools: &dyn ToolRegistry) -> Card {
+    fn open(&mut self, call: ToolCallRecord, time: i64, tools: &dyn ToolRegistry) -> Arc<Card> {
         let id = self.calls.next_id(&call);
-        let raw_input = serde_json::from_str(&call.arguments)
-            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-        let (title, kind, look, locations) = match call_view(tools, &call) {
+        // The presenter parsed the arguments already; a call it does not present is parsed
+        // here.
+        let parsed = || {
+            serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone()))
+        };
+        let (title, kind, look, locations, raw_input) = match call_view(tools, &call) {
             Some(ToolCallView::Terminal {
                 command,
                 description,
                 cwd,
-                raw_input: _,
+                raw_input,
             }) => {
                 let command = SafeText::plain(&command);
                 let look = Look::Terminal {
@@ -304,13 +352,13 @@ impl Projector {
                     description: description.map(|d| SafeText::plain(&d)),
                     cwd,
                 };
-                (command, ToolKindHint::Execute, look, Vec::new())
+                (command, ToolKindHint::Execute, look, Vec::new(), raw_input)
             }
             Some(ToolCallView::Generic {
                 title,
                 summary,
                 kind,
-                raw_input: _,
+                raw_input,
                 content,
                 locations,
             }) => {
@@ -318,22 +366,23 @@ impl Projector {
                     summary: summary.map(|s| SafeText::plain(&s)),
                     content: content.iter().map(|c| SafeText::plain(c)).collect(),
                 };
-                (SafeText::plain(&title), kind, look, locations)
+                (SafeText::plain(&title), kind, look, locations, raw_input)
             }
             None => {
                 let look = Look::Generic {
                     summary: None,
                     content: Vec::new(),
                 };
-                (
-                    SafeText::plain(&call.name),
-                    ToolKindHint::Other,
-                    look,
-                    Vec::new(),
-                )
+                let name = SafeText::plain(&call.name);
+                (name, ToolKindHint::Other, look, Vec::new(), Value::Null)
             }
         };
-        let card = Card {
+        // Arguments that are not JSON are shown as the text the model sent.
+        let raw_input = match raw_input {
+            Value::Null => parsed(),
+            given => given,
+        };
+        let card = Arc::new(Card {
             id,
             turn: call.turn,
             step: call.step,
@@ -346,7 +395,7 @@ impl Projector {
             raw_input,
             arguments: call.arguments.clone(),
             opened_at: time,
-        };
+        });
         self.calls.insert(OpenCall {
             card: card.clone(),
             record: call,
@@ -359,7 +408,7 @@ impl Projector {
         result: ToolResultRecord,
         time: i64,
         tools: &dyn ToolRegistry,
-        out: &mut Vec<Shown>,
+        out: &mut Out<'_>,
     ) {
         let id = match self.calls.first(result.turn, result.step, &result.call_id) {
             Some(id) => id.clone(),
@@ -415,7 +464,7 @@ impl Projector {
     }
 
     /// Closes the open cards of `turn` (every open card when `None`) as abandoned.
-    fn abandon(&mut self, turn: Option<u32>, out: &mut Vec<Shown>) {
+    fn abandon(&mut self, turn: Option<u32>, out: &mut Out<'_>) {
         for id in self.calls.of_turn(turn) {
             if let Some(open) = self.calls.take(&id) {
                 out.push(Shown::CallClosed(Closed {

@@ -164,7 +164,7 @@ proptest! {
             match shown {
                 Shown::CallOpened(card) => {
                     prop_assert!(seen.insert(card.id.clone()), "{} opened twice", card.id);
-                    open.insert(card.id);
+                    open.insert(card.id.clone());
                 }
                 Shown::CallClosed(closed) => {
                     prop_assert!(open.remove(&closed.card.id), "{} closed unopened", closed.card.id);
@@ -245,9 +245,9 @@ fn names_titles_and_plans_from_the_model_are_made_safe() {
         match shown {
             Shown::Prompt { text, .. } | Shown::Title(text) => strings.push(text),
             Shown::CallOpened(card) => {
-                strings.extend([card.name, card.title]);
-                if let Look::Terminal { command, .. } = card.look {
-                    strings.push(command);
+                strings.extend([card.name.clone(), card.title.clone()]);
+                if let Look::Terminal { command, .. } = &card.look {
+                    strings.push(command.clone());
                 }
             }
             Shown::Plan { entries, .. } => strings.extend(entries.into_iter().map(|e| e.content)),

@@ -97,15 +97,14 @@ impl Human {
 
     /// What one view event says; `in_place` when the terminal redraws a line a command's
     /// lone carriage return went back to.
-    pub fn show(&mut self, shown: Shown, in_place: bool) -> Vec<Said> {
-        let mut said = Vec::new();
+    pub fn show(&mut self, shown: Shown, in_place: bool, said: &mut Vec<Said>) {
         match shown {
             // Nothing moves on the screen while the model reads the request and thinks.
             Shown::StepStarted { .. } if !self.transcript => {
                 said.push(Said::Spin("waiting for the model".into()))
             }
             Shown::Prompt { text, .. } if self.transcript => {
-                self.end_reasoning(&mut said);
+                self.end_reasoning(said);
                 said.push(Said::Out(format!("› {text}\n")));
                 self.at_line_start = true;
             }
@@ -129,13 +128,13 @@ impl Human {
             }
             Shown::Text(text) => {
                 said.push(Said::Hide);
-                self.end_reasoning(&mut said);
+                self.end_reasoning(said);
                 self.at_line_start = text.ends_with('\n');
                 said.push(Said::Out(text));
             }
             Shown::Answered(_) => {
                 said.push(Said::Hide);
-                self.end_reasoning(&mut said);
+                self.end_reasoning(said);
                 if !self.at_line_start {
                     said.push(Said::Out("\n".into()));
                     self.at_line_start = true;
@@ -143,8 +142,8 @@ impl Human {
             }
             Shown::CallOpened(card) => {
                 said.push(Said::Hide);
-                self.end_reasoning(&mut said);
-                self.opened(card, &mut said);
+                self.end_reasoning(said);
+                self.opened(&card, said);
             }
             Shown::CallOutput { card, output, .. } => {
                 let color = self.color;
@@ -161,17 +160,17 @@ impl Human {
             }
             Shown::CallClosed(closed) => {
                 said.push(Said::Hide);
-                self.closed(closed, &mut said);
+                self.closed(closed, said);
             }
             // The plan, whole, each time the model changes it.
             Shown::Plan { entries, .. } => {
-                self.end_reasoning(&mut said);
+                self.end_reasoning(said);
                 said.push(Said::Side(plan_lines(&entries, self.color)));
             }
             // The transcript keeps everything: the mark says where the model's history
             // starts again from a summary.
             Shown::Compacted(compaction) => {
-                self.end_reasoning(&mut said);
+                self.end_reasoning(said);
                 said.push(Said::Side(compacted_line(&compaction, self.color)));
             }
             // The model streams tool calls, which show nothing else: the status says how far.
@@ -187,7 +186,7 @@ impl Human {
                 said.extend(warnings.into_iter().map(Said::Warn))
             }
             Shown::TurnEnded { reason, .. } if self.transcript => {
-                self.end_reasoning(&mut said);
+                self.end_reasoning(said);
                 if !self.at_line_start {
                     said.push(Said::Out("\n".into()));
                 }
@@ -202,7 +201,6 @@ impl Human {
             | Shown::Title(_)
             | Shown::Compacting(_) => {}
         }
-        said
     }
 
     fn end_reasoning(&mut self, said: &mut Vec<Said>) {
@@ -220,7 +218,7 @@ impl Human {
 
     /// A call's line: a command as `$ command  # what for`, another call as `▸ tool what`;
     /// a plan's call shows nothing (the plan it records is shown).
-    fn opened(&mut self, card: Card, said: &mut Vec<Said>) {
+    fn opened(&mut self, card: &Card, said: &mut Vec<Said>) {
         let color = self.color;
         let (line, label) = match &card.look {
             _ if card.kind == ToolKindHint::Plan => return,
@@ -268,8 +266,11 @@ impl Human {
             said.push(Said::Side(line));
             said.push(Said::Spin(label.clone()));
         }
-        self.spinning.insert(card.id.clone(), label);
-        self.by_call.insert(card.call_id, card.id);
+        // What an answer to a question needs, kept only when calls are asked about.
+        if self.asks && !self.transcript {
+            self.spinning.insert(card.id.clone(), label);
+            self.by_call.insert(card.call_id.clone(), card.id.clone());
+        }
     }
 
     fn closed(&mut self, closed: Closed, said: &mut Vec<Said>) {
@@ -280,14 +281,14 @@ impl Human {
         } = closed;
         let id = &card.id;
         // Declined or cancelled before an answer: it never ran, and its ending says so.
-        self.asked.remove(id);
-        self.spinning.remove(id);
+        take(&mut self.asked, id);
+        take(&mut self.spinning, id);
         if self.by_call.get(&card.call_id) == Some(id) {
             self.by_call.remove(&card.call_id);
         }
-        let allowed_at = self.allowed_at.remove(id);
-        let live = self.live.remove(id);
-        let previewed = self.previewed.remove(id);
+        let allowed_at = take(&mut self.allowed_at, id);
+        let live = take(&mut self.live, id);
+        let previewed = !self.previewed.is_empty() && self.previewed.remove(id);
         let plan = card.kind == ToolKindHint::Plan;
         match &end {
             // The plan record that follows shows it.
@@ -405,6 +406,15 @@ impl Human {
                 (text, terminal_ending(&exit, secs))
             }
         }
+    }
+}
+
+/// `map`'s value for `id`, removed; an empty map is not hashed into (most are empty: they
+/// serve questions and running output).
+fn take<V>(map: &mut HashMap<String, V>, id: &str) -> Option<V> {
+    match map.is_empty() {
+        true => None,
+        false => map.remove(id),
     }
 }
 
