@@ -152,7 +152,20 @@ async fn with_prices_configured_the_footer_gives_the_run_s_cost() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_acp_the_cost_is_the_session_s_and_goes_on_after_a_load() {
+async fn over_acp_the_cost_goes_on_after_a_load_and_after_a_resume() {
+    for how in ["session/load", "session/resume"] {
+        let amounts = cost_after(how).await;
+        assert_eq!(amounts.len(), 2, "{how}: {amounts:?}");
+        assert!((amounts[0].0 - 2.2).abs() < 1e-9, "{how}: {amounts:?}");
+        // The reopened session adds the first call up again (a resume without showing
+        // it); the second call goes on from there.
+        assert!((amounts[1].0 - 3.2).abs() < 1e-9, "{how}: {amounts:?}");
+        assert_eq!(amounts[1].1, "CNY");
+    }
+}
+
+/// The costs of two prompts, the second after `how` reopened the session in a new process.
+async fn cost_after(how: &'static str) -> Vec<(f64, String)> {
     let server = MockModelServer::start(vec![
         MockResponse::text_with_usage("one", 1_000_000, 100_000, 400_000),
         MockResponse::text_with_usage("two", 500_000, 0, 0),
@@ -179,7 +192,7 @@ async fn over_acp_the_cost_is_the_session_s_and_goes_on_after_a_load() {
 
         let mut second = start();
         let id = second.request(
-            "session/load",
+            how,
             json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
         );
         second.response(&id);
@@ -190,18 +203,13 @@ async fn over_acp_the_cost_is_the_session_s_and_goes_on_after_a_load() {
     })
     .await
     .unwrap();
-    let amounts: Vec<(f64, &str)> = costs
+    costs
         .iter()
         .map(|u| {
             (
                 u["cost"]["amount"].as_f64().unwrap(),
-                u["cost"]["currency"].as_str().unwrap(),
+                u["cost"]["currency"].as_str().unwrap().to_owned(),
             )
         })
-        .collect();
-    assert_eq!(amounts.len(), 2, "{costs:?}");
-    assert!((amounts[0].0 - 2.2).abs() < 1e-9, "{amounts:?}");
-    // The load's replay adds the first call up again; the second call goes on from there.
-    assert!((amounts[1].0 - 3.2).abs() < 1e-9, "{amounts:?}");
-    assert_eq!(amounts[1].1, "CNY");
+        .collect()
 }

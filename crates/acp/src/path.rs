@@ -266,6 +266,14 @@ impl OrderedPath {
     async fn replay(&mut self, events: &[Arc<SessionEvent>], silent: bool) -> Renderer {
         const JOIN_LIMIT: usize = 1024 * 1024;
         let mut renderer = Renderer::new(self.session.id.clone());
+        if silent {
+            // Nothing is sent: only the figures the live renderer goes on from are needed.
+            renderer.set_prices(self.parts.prices.as_deref());
+            for event in events {
+                renderer.account(event);
+            }
+            return renderer;
+        }
         let mut pending: Vec<SessionUpdate> = Vec::new();
         for event in events {
             let updates = {
@@ -290,15 +298,11 @@ impl OrderedPath {
             }
             if event.kind.as_str() == EventType::STEP_END {
                 let step = std::mem::take(&mut pending);
-                if !silent {
-                    self.send(step).await;
-                }
+                self.send(step).await;
             }
         }
         pending.extend(renderer.close_turn(None));
-        if !silent {
-            self.send(pending).await;
-        }
+        self.send(pending).await;
         renderer
     }
 

@@ -201,6 +201,16 @@ impl Renderer {
         self.view.carry_on(&replayed.view);
     }
 
+    /// The model's prices, for the cost of what is counted from here on.
+    pub(crate) fn set_prices(&mut self, prices: Option<&dsh_llm::Prices>) {
+        self.view.set_prices(prices.cloned());
+    }
+
+    /// Counts what a stored event used, rendering nothing (a replay that sends nothing).
+    pub(crate) fn account(&mut self, event: &SessionEvent) {
+        self.view.account(event);
+    }
+
     /// The updates for one event.
     pub(crate) fn render(
         &mut self,

@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
+use dsh_agent::record::CONTEXT_COMPACTED;
 use dsh_agent::record::{
     AssistantMessageRecord, Chunk, CompactedRecord, CompactingRecord, ContextUsage,
     InstructionsRecord, ModelProgressRecord, PlanEntry, Record, ToolCallRecord, ToolProgressRecord,
     ToolResultRecord,
 };
 use dsh_llm::Prices;
-use dsh_session::{Ephemeral, SessionEvent, SessionId};
+use dsh_session::{Ephemeral, EventType, SessionEvent, SessionId};
 use dsh_tools::safe_text::SafeText;
 use dsh_tools::{ToolCallView, ToolKindHint, ToolRegistry, ToolResultView};
 use serde_json::Value;
@@ -118,6 +119,24 @@ impl Projector {
         match Record::decode(event) {
             Ok(record) => self.record_into(record, event.time, tools, out),
             Err(err) => tracing::warn!("not shown: {err}"),
+        }
+    }
+
+    /// Counts what a stored event used, showing nothing: a session resumed without its
+    /// history shown needs its totals and cost, not its view. Only model calls and
+    /// compactions are decoded.
+    pub fn account(&mut self, event: &SessionEvent) {
+        let kind = event.kind.as_str();
+        if kind != EventType::ASSISTANT_MESSAGE && kind != CONTEXT_COMPACTED {
+            return;
+        }
+        match Record::decode(event) {
+            Ok(Record::AssistantMessage(answer)) => self.tally.count(&answer),
+            Ok(Record::Compacted(record)) => {
+                self.tally.compacted(&record);
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!("not counted: {err}"),
         }
     }
 
