@@ -309,11 +309,12 @@ impl Renderer {
                 Shown::Reasoning(text) => out.push(thought(text)),
                 Shown::Answered(answer) => {
                     if !answer.streamed {
-                        if !answer.reasoning.is_empty() {
-                            out.push(thought(answer.reasoning));
+                        let (reasoning, text) = (answer.reasoning(), answer.text());
+                        if !reasoning.is_empty() {
+                            out.push(thought(reasoning));
                         }
-                        if !answer.text.is_empty() {
-                            out.push(message(answer.text));
+                        if !text.is_empty() {
+                            out.push(message(text));
                         }
                     }
                     // The context ring: how full the model's context is after this call.

@@ -56,20 +56,21 @@ pub fn bash_result(call: &ToolCallRecord, result: &ToolResultRecord) -> Option<T
     let meta = result.meta.as_ref()?;
     meta.get("exit_code")?;
     // The output without status markers: the final phrase line and the straggler note.
-    let mut lines: Vec<&str> = result.content.split('\n').collect();
-    lines.pop();
-    let stragglers = lines.last() == Some(&STRAGGLER_NOTE);
-    if stragglers {
-        lines.pop();
-    }
-    let mut output = lines.join("\n");
+    let body = result
+        .content
+        .rsplit_once('\n')
+        .map_or("", |(body, _phrase)| body);
+    let (body, stragglers) = match body.strip_suffix(STRAGGLER_NOTE) {
+        Some(rest) if rest.is_empty() || rest.ends_with('\n') => {
+            (rest.strip_suffix('\n').unwrap_or(rest), true)
+        }
+        Some(_) | None => (body, false),
+    };
     // A command that printed nothing says so to the model; a terminal shows nothing.
-    if output == NO_OUTPUT {
-        output.clear();
-    }
-    if !output.is_empty() {
-        output.push('\n');
-    }
+    let output = match body {
+        "" | NO_OUTPUT => String::new(),
+        body => format!("{body}\n"),
+    };
     Some(ToolResultView::Terminal {
         output,
         exit: TerminalExit {

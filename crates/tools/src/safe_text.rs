@@ -76,6 +76,24 @@ impl SafeText {
         filter.push(text.as_bytes())
     }
 
+    /// [`SafeText::plain`] of text already owned: returned as it is (no copy) when there is
+    /// nothing in it to filter.
+    pub fn plain_owned(text: String) -> String {
+        if already_safe(&text) {
+            return text;
+        }
+        SafeText::plain(&text)
+    }
+
+    /// [`SafeText::coloured`] of text already owned: returned as it is (no copy) when there
+    /// is nothing in it to filter.
+    pub fn coloured_owned(text: String) -> String {
+        if already_safe(&text) {
+            return text;
+        }
+        SafeText::coloured(&text)
+    }
+
     /// `text` as [`SafeText::plain`], keeping colours, and reset at its end if it set one.
     pub fn coloured(text: &str) -> String {
         if already_safe(text) {
@@ -179,6 +197,13 @@ mod tests {
                 assert_ne!(filtered, text, "{text:?} was needlessly filtered");
             }
             assert_eq!(SafeText::plain(text), filtered, "{text:?}");
+            assert_eq!(SafeText::plain_owned(text.to_owned()), filtered, "{text:?}");
+            let coloured = SafeText::coloured(text);
+            assert_eq!(
+                SafeText::coloured_owned(text.to_owned()),
+                coloured,
+                "{text:?}"
+            );
         }
     }
 

@@ -6,19 +6,16 @@
 //! with its call id.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use dsh_session::ToolCallRecord;
 
 use crate::card::Card;
 
-/// One step's calls with one call id.
-type Key = (u32, u32, String);
-
 /// An open card and the record it was opened from.
 pub(crate) struct OpenCall {
     pub card: Arc<Card>,
-    pub record: ToolCallRecord,
 }
 
 #[derive(Default)]
@@ -26,17 +23,21 @@ pub(crate) struct Calls {
     /// The open cards, in opening order. Few are open at once (a step's calls), so a
     /// search through them is cheaper than any index kept beside them.
     open: Vec<OpenCall>,
-    /// Per step and call id: how many cards have used it.
-    used: HashMap<Key, u32>,
+    /// Per step and call id (hashed, so counting allocates nothing): how many cards have
+    /// used it. Two ids that hash alike share a count, which only adds a suffix: ids stay
+    /// unique.
+    used: HashMap<(u32, u32, u64), u32>,
 }
 
 impl Calls {
     /// The id the next card of this call gets.
     pub fn next_id(&mut self, call: &ToolCallRecord) -> String {
-        let used = self
-            .used
-            .entry((call.turn, call.step, call.call_id.clone()))
-            .or_insert(0);
+        let hashed = {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            call.call_id.hash(&mut hasher);
+            hasher.finish()
+        };
+        let used = self.used.entry((call.turn, call.step, hashed)).or_insert(0);
         *used += 1;
         match *used {
             1 => format!("{}:{}:{}", call.turn, call.step, call.call_id),
@@ -50,7 +51,8 @@ impl Calls {
 
     fn of_call(&self, turn: u32, step: u32, call_id: &str) -> impl Iterator<Item = &OpenCall> {
         self.open.iter().filter(move |open| {
-            open.record.turn == turn && open.record.step == step && open.record.call_id == call_id
+            let call = &open.card.call;
+            call.turn == turn && call.step == step && call.call_id == call_id
         })
     }
 
@@ -71,7 +73,7 @@ impl Calls {
     pub fn of_turn(&self, turn: Option<u32>) -> Vec<String> {
         self.open
             .iter()
-            .filter(|open| turn.is_none_or(|t| open.record.turn == t))
+            .filter(|open| turn.is_none_or(|t| open.card.call.turn == t))
             .map(|open| open.card.id.clone())
             .collect()
     }

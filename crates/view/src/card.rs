@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use dsh_session::ToolCallRecord;
 use dsh_tools::{Location, ToolKindHint, ToolResultView};
 use serde_json::Value;
 
@@ -13,12 +14,9 @@ pub struct Card {
     /// Unique in its session and stable across a replay: `<turn>:<step>:<call id>`, then
     /// `:2`, `:3` … when a step repeats a call id.
     pub id: String,
-    /// The turn.
-    pub turn: u32,
-    /// The step.
-    pub step: u32,
-    /// The call's id as the model gave it (raw; for matching, not for showing).
-    pub call_id: String,
+    /// The call as it was recorded: its turn, step, id, name and arguments, raw (for
+    /// matching and for data, not for showing).
+    pub call: ToolCallRecord,
     /// The tool's name, safe.
     pub name: String,
     /// A one-line title, safe.
@@ -31,8 +29,6 @@ pub struct Card {
     pub locations: Vec<Location>,
     /// The arguments as JSON, or as a string when they are not JSON. Raw.
     pub raw_input: Value,
-    /// The arguments as the model sent them. Raw.
-    pub arguments: String,
     /// When the call was recorded, in epoch milliseconds.
     pub opened_at: i64,
 }

@@ -8,6 +8,7 @@ use dsh_agent::record::{
 };
 use dsh_llm::Usage;
 use dsh_session::{SessionId, TurnEndReason};
+use dsh_tools::safe_text::SafeText;
 
 use crate::card::{Card, Closed};
 
@@ -101,10 +102,10 @@ pub struct Answer {
     pub turn: u32,
     /// The step.
     pub step: u32,
-    /// The whole answer, safe.
-    pub text: String,
-    /// The whole reasoning, safe; empty when there was none.
-    pub reasoning: String,
+    /// The whole answer as the model sent it: read it through [`Answer::text`].
+    raw_text: String,
+    /// The whole reasoning likewise, through [`Answer::reasoning`]; empty when there was none.
+    raw_reasoning: String,
     /// The answer arrived as [`Shown::Text`] and [`Shown::Reasoning`] pieces already; a
     /// front end that showed those shows the whole only when this is false.
     pub streamed: bool,
@@ -113,6 +114,39 @@ pub struct Answer {
     /// How full the model's context is after it. The session's totals after it are the
     /// projector's [`crate::Projector::tally`].
     pub context: Option<ContextUsage>,
+}
+
+impl Answer {
+    /// An answer of `turn`'s `step` as the model sent it.
+    pub(crate) fn new(
+        (turn, step): (u32, u32),
+        raw_text: String,
+        raw_reasoning: String,
+        streamed: bool,
+        usage: Option<Usage>,
+        context: Option<ContextUsage>,
+    ) -> Answer {
+        Answer {
+            turn,
+            step,
+            raw_text,
+            raw_reasoning,
+            streamed,
+            usage,
+            context,
+        }
+    }
+
+    /// The whole answer, safe. Filtered when asked for: most front ends showed the pieces
+    /// as they streamed and never ask.
+    pub fn text(&self) -> String {
+        SafeText::plain(&self.raw_text)
+    }
+
+    /// The whole reasoning, safe; empty when there was none.
+    pub fn reasoning(&self) -> String {
+        SafeText::plain(&self.raw_reasoning)
+    }
 }
 
 /// A compaction that was recorded.

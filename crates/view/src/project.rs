@@ -307,15 +307,14 @@ impl Projector {
         self.reasoning.finish();
         let streamed = self.streamed.remove(&(answer.turn, answer.step));
         self.tally.count(&answer);
-        Answer {
-            turn: answer.turn,
-            step: answer.step,
-            text: SafeText::plain(&answer.message.content),
-            reasoning: SafeText::plain(answer.message.reasoning.as_deref().unwrap_or_default()),
+        Answer::new(
+            (answer.turn, answer.step),
+            answer.message.content,
+            answer.message.reasoning.unwrap_or_default(),
             streamed,
-            usage: answer.usage,
-            context: answer.context,
-        }
+            answer.usage,
+            answer.context,
+        )
     }
 
     fn compacted(&mut self, record: CompactedRecord) -> Compaction {
@@ -365,10 +364,10 @@ impl Projector {
                 cwd,
                 raw_input,
             }) => {
-                let command = SafeText::plain(&command);
+                let command = SafeText::plain_owned(command);
                 let look = Look::Terminal {
                     command: command.clone(),
-                    description: description.map(|d| SafeText::plain(&d)),
+                    description: description.map(SafeText::plain_owned),
                     cwd,
                 };
                 (command, ToolKindHint::Execute, look, Vec::new(), raw_input)
@@ -382,10 +381,16 @@ impl Projector {
                 locations,
             }) => {
                 let look = Look::Generic {
-                    summary: summary.map(|s| SafeText::plain(&s)),
-                    content: content.iter().map(|c| SafeText::plain(c)).collect(),
+                    summary: summary.map(SafeText::plain_owned),
+                    content: content.into_iter().map(SafeText::plain_owned).collect(),
                 };
-                (SafeText::plain(&title), kind, look, locations, raw_input)
+                (
+                    SafeText::plain_owned(title),
+                    kind,
+                    look,
+                    locations,
+                    raw_input,
+                )
             }
             None => {
                 let look = Look::Generic {
@@ -403,22 +408,16 @@ impl Projector {
         };
         let card = Arc::new(Card {
             id,
-            turn: call.turn,
-            step: call.step,
-            call_id: call.call_id.clone(),
             name: SafeText::plain(&call.name),
             title,
             kind,
             look,
             locations,
             raw_input,
-            arguments: call.arguments.clone(),
             opened_at: time,
+            call,
         });
-        self.calls.insert(OpenCall {
-            card: card.clone(),
-            record: call,
-        });
+        self.calls.insert(OpenCall { card: card.clone() });
         card
     }
 
@@ -450,7 +449,7 @@ impl Projector {
         let Some(open) = self.calls.take(&id) else {
             return;
         };
-        let shown = result_view(tools, &open.record, &result);
+        let shown = result_view(tools, &open.card.call, &result);
         let end = match result.is_error {
             true => CardEnd::Failed {
                 content: result.content,

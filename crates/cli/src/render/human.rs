@@ -241,7 +241,7 @@ impl Human {
                     true => format!("\x1b[1;36m$\x1b[0m \x1b[1m{command}\x1b[0m{about}\n"),
                     false => format!("$ {command}{about}\n"),
                 };
-                (line, format!("$ {command}"))
+                (line, Label::Command(command))
             }
             Look::Generic {
                 summary: Some(what),
@@ -251,15 +251,25 @@ impl Human {
                     true => format!("\x1b[1;36m▸\x1b[0m {} \x1b[1m{what}\x1b[0m\n", card.name),
                     false => format!("▸ {} {what}\n", card.name),
                 };
-                (line, format!("▸ {}", card.name))
+                (line, Label::Tool(&card.name))
             }
             Look::Generic { summary: None, .. } => (
-                format!("▸ {} {}\n", card.name, SafeText::plain(&card.arguments)),
-                format!("▸ {}", card.name),
+                format!(
+                    "▸ {} {}\n",
+                    card.name,
+                    SafeText::plain(&card.call.arguments)
+                ),
+                Label::Tool(&card.name),
             ),
         };
+        // A stored transcript has no spinner and asks nothing.
+        if self.transcript {
+            said.push(Said::Side(line));
+            return;
+        }
+        let label = label.text();
         let terminal = matches!(card.look, Look::Terminal { .. });
-        if terminal && self.asks && !self.transcript {
+        if terminal && self.asks {
             // Its question shows it; it is echoed as running after a yes.
             self.asked.insert(card.id.clone(), (line, label.clone()));
         } else {
@@ -267,9 +277,10 @@ impl Human {
             said.push(Said::Spin(label.clone()));
         }
         // What an answer to a question needs, kept only when calls are asked about.
-        if self.asks && !self.transcript {
+        if self.asks {
             self.spinning.insert(card.id.clone(), label);
-            self.by_call.insert(card.call_id.clone(), card.id.clone());
+            self.by_call
+                .insert(card.call.call_id.clone(), card.id.clone());
         }
     }
 
@@ -283,8 +294,8 @@ impl Human {
         // Declined or cancelled before an answer: it never ran, and its ending says so.
         take(&mut self.asked, id);
         take(&mut self.spinning, id);
-        if self.by_call.get(&card.call_id) == Some(id) {
-            self.by_call.remove(&card.call_id);
+        if self.by_call.get(&card.call.call_id) == Some(id) {
+            self.by_call.remove(&card.call.call_id);
         }
         let allowed_at = take(&mut self.allowed_at, id);
         let live = take(&mut self.live, id);
@@ -329,8 +340,8 @@ impl Human {
         };
         text.push_str(&body);
         let mut text = match self.color {
-            true => SafeText::coloured(&text),
-            false => SafeText::plain(&text),
+            true => SafeText::coloured_owned(text),
+            false => SafeText::plain_owned(text),
         };
         // dsh's own line, styled after the output was made safe (it filters the tool's words
         // it quotes itself).
@@ -405,6 +416,21 @@ impl Human {
                 }
                 (text, terminal_ending(&exit, secs))
             }
+        }
+    }
+}
+
+/// What the spinner says while a call runs: its command, or the tool's name.
+enum Label<'a> {
+    Command(&'a str),
+    Tool(&'a str),
+}
+
+impl Label<'_> {
+    fn text(&self) -> String {
+        match self {
+            Label::Command(command) => format!("$ {command}"),
+            Label::Tool(name) => format!("▸ {name}"),
         }
     }
 }

@@ -29,13 +29,13 @@ pub fn lines(shown: &Shown, mut emit: impl FnMut(Line<'_>)) {
             }
             emit(Line::Message {
                 step: answer.step,
-                text: &answer.text,
+                text: &answer.text(),
             });
         }
         Shown::CallOpened(card) => emit(Line::ToolCall {
-            call_id: &card.call_id,
+            call_id: &card.call.call_id,
             name: &card.name,
-            arguments: &card.arguments,
+            arguments: &card.call.arguments,
             title: &card.title,
         }),
         Shown::CallOutput {
@@ -65,7 +65,7 @@ pub fn lines(shown: &Shown, mut emit: impl FnMut(Line<'_>)) {
                 | None => None,
             };
             emit(Line::ToolResult {
-                call_id: &card.call_id,
+                call_id: &card.call.call_id,
                 name: &card.name,
                 is_error,
                 output,
