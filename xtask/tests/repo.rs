@@ -205,6 +205,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-tool-todo", "consumer", None),
         ("dsh-tool-mcp", "consumer", None),
         ("dsh-acp", "consumer", None),
+        ("dsh-tui", "consumer", None),
         ("dsh", "root", None),
         ("dsh-test-support", "support", None),
         ("dsh-test-providers", "support", None),
