@@ -5,7 +5,7 @@
 //! Built so far: the composer, the multi-line input editor with its prompt history and
 //! collapsed pastes ([`Composer`]); the transcript, which maps view events to the lines the
 //! terminal's scrollback keeps and the live part the viewport redraws ([`Transcript`]), with
-//! the model's Markdown ([`Markdown`]). Nothing runs it yet: `dsh` without a subcommand is
+//! the model's Markdown ([`Markdown`]); the status line ([`Status`]). Nothing runs it yet: `dsh` without a subcommand is
 //! not wired to this crate, and nothing advertises it.
 //!
 //! # Invariants
@@ -21,9 +21,11 @@
 mod composer;
 mod history;
 mod markdown;
+mod status;
 mod transcript;
 
 pub use composer::{Composer, Edit, Enter};
 pub use history::History;
 pub use markdown::Markdown;
+pub use status::Status;
 pub use transcript::{Palette, Transcript};
