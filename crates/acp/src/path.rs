@@ -405,17 +405,11 @@ fn permission_request(
         .status(ToolCallStatus::Pending)
         .raw_input(call.raw_input);
     // The question shows what the call would change, as the finished card will.
-    if let Some(ToolResultView::Diff {
-        path,
-        old_text,
-        new_text,
-        first_line,
-        created,
-        summary: _,
-    }) = asked.preview.clone()
-    {
-        let (diff, location) =
-            crate::render::diff_card(&session.cwd, path, old_text, new_text, first_line, created);
+    let diff = asked
+        .preview
+        .as_ref()
+        .and_then(|view| crate::render::diff_card(&session.cwd, view));
+    if let Some((diff, location)) = diff {
         content.push(diff);
         fields = fields.locations(vec![location]);
     }

@@ -14,7 +14,7 @@ mod props;
 mod tests;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
@@ -519,22 +519,16 @@ fn final_update(id: &str, call: &OpenCall, end: CardEnd, cwd: &Path) -> SessionU
                         exit.signal.as_deref(),
                     ))]),
             ),
-            ToolResultView::Diff {
-                path,
-                old_text,
-                new_text,
-                first_line,
-                created,
-                summary: _,
-            } => {
-                let (diff, location) =
-                    diff_card(cwd, path, old_text, new_text, first_line, created);
+            diff @ ToolResultView::Diff { .. } => {
+                let (content, locations) = diff_card(cwd, &diff)
+                    .map(|(diff, location)| (vec![diff], vec![location]))
+                    .unwrap_or_default();
                 ToolCallUpdate::new(
                     tool_call_id,
                     ToolCallUpdateFields::new()
                         .status(ToolCallStatus::Completed)
-                        .content(vec![diff])
-                        .locations(vec![location]),
+                        .content(content)
+                        .locations(locations),
                 )
             }
             ToolResultView::Generic { content, .. } => ToolCallUpdate::new(
@@ -557,16 +551,24 @@ fn final_update(id: &str, call: &OpenCall, end: CardEnd, cwd: &Path) -> SessionU
 /// exist has no old text, so the card shows a creation.
 pub(crate) fn diff_card(
     cwd: &Path,
-    path: PathBuf,
-    old_text: String,
-    new_text: String,
-    first_line: u32,
-    created: bool,
-) -> (ToolCallContent, ToolCallLocation) {
-    let path = absolute(cwd, path);
-    let diff = Diff::new(path.clone(), new_text).old_text((!created).then_some(old_text));
-    (
+    view: &ToolResultView,
+) -> Option<(ToolCallContent, ToolCallLocation)> {
+    let ToolResultView::Diff {
+        path,
+        old_text,
+        new_text,
+        first_line,
+        created,
+        summary: _,
+    } = view
+    else {
+        return None;
+    };
+    let path = absolute(cwd, path.clone());
+    let diff =
+        Diff::new(path.clone(), new_text.clone()).old_text((!created).then(|| old_text.clone()));
+    Some((
         ToolCallContent::Diff(diff),
-        ToolCallLocation::new(path).line(first_line),
-    )
+        ToolCallLocation::new(path).line(*first_line),
+    ))
 }

@@ -2,6 +2,7 @@
 //! context is. It is fitted to the terminal's width by leaving out the parts that matter
 //! least, never by cutting one in the middle.
 
+use dsh_tools::words::tokens;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -93,16 +94,6 @@ impl Status {
 impl Widget for &Status {
     fn render(self, area: Rect, buf: &mut Buffer) {
         self.line(area.width).render(area, buf);
-    }
-}
-
-/// `n` tokens as people read them: 950, 12.3k, 1.2M.
-fn tokens(n: u64) -> String {
-    let trim = |s: String| s.strip_suffix(".0").map(str::to_owned).unwrap_or(s);
-    match n {
-        0..=999 => n.to_string(),
-        1_000..=999_999 => trim(format!("{:.1}", n as f64 / 1_000.0)) + "k",
-        _ => trim(format!("{:.1}", n as f64 / 1_000_000.0)) + "M",
     }
 }
 

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use dsh_session::TurnEndReason;
 use dsh_tools::safe_text::SafeText;
 use dsh_tools::{PlanStatus, ToolKindHint, ToolResultView};
 use dsh_view::{Card, CardEnd, Closed, Shown};
@@ -188,7 +189,7 @@ impl Transcript {
             }
             Shown::TurnEnded { reason, .. } => {
                 self.end_streams();
-                if reason.kind() != "completed" {
+                if !matches!(reason, TurnEndReason::Completed) {
                     let line = format!("[{}]", reason.kind().replace('_', " "));
                     self.finished
                         .push(Line::styled(line, self.palette.fg(Color::Yellow)));

@@ -5,6 +5,7 @@
 
 use dsh_agent::record::{AssistantMessageRecord, CompactedRecord, ContextUsage};
 use dsh_llm::{Prices, Usage};
+use dsh_tools::words::tokens;
 
 /// The usage of a session so far.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -110,22 +111,6 @@ impl Tally {
     }
 }
 
-/// `n` tokens the way people read them: 950, 12.3k, 1.2M.
-fn tokens(n: u64) -> String {
-    match n {
-        0..=999 => n.to_string(),
-        1_000..=999_999 => trim(format!("{:.1}", n as f64 / 1_000.0)) + "k",
-        _ => trim(format!("{:.1}", n as f64 / 1_000_000.0)) + "M",
-    }
-}
-
-fn trim(number: String) -> String {
-    number
-        .strip_suffix(".0")
-        .map(str::to_owned)
-        .unwrap_or(number)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,18 +127,6 @@ mod tests {
             usage,
             context,
             interrupted: false,
-        }
-    }
-
-    #[test]
-    fn tokens_read_as_people_read_them() {
-        for (n, shown) in [
-            (950, "950"),
-            (12_345, "12.3k"),
-            (1_000, "1k"),
-            (1_000_000, "1M"),
-        ] {
-            assert_eq!(tokens(n), shown);
         }
     }
 

@@ -443,14 +443,15 @@ fn a_compaction_is_marked_where_it_happened_in_the_transcript() {
 #[test]
 fn a_created_file_has_no_old_text_and_an_emptied_or_empty_one_does() {
     let card = |old: &str, created: bool| {
-        let (content, location) = super::diff_card(
-            std::path::Path::new("/work"),
-            "a.txt".into(),
-            old.into(),
-            "new\n".into(),
-            1,
+        let view = ToolResultView::Diff {
+            path: "a.txt".into(),
+            old_text: old.into(),
+            new_text: "new\n".into(),
+            first_line: 1,
             created,
-        );
+            summary: String::new(),
+        };
+        let (content, location) = super::diff_card(std::path::Path::new("/work"), &view).unwrap();
         (serde_json::to_value(content).unwrap(), location)
     };
     let (created, location) = card("", true);
@@ -461,6 +462,12 @@ fn a_created_file_has_no_old_text_and_an_emptied_or_empty_one_does() {
     // An existing empty file that was written: a change from nothing, not a creation.
     let (written, _) = card("", false);
     assert_eq!(written["oldText"], "");
+    // Anything but a change has no diff card.
+    let text = ToolResultView::Generic {
+        content: Vec::new(),
+        summary: None,
+    };
+    assert!(super::diff_card(std::path::Path::new("/work"), &text).is_none());
 }
 
 #[test]
