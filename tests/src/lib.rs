@@ -9,6 +9,7 @@
 pub mod acp;
 pub mod mcp_fault;
 pub mod pty;
+pub mod tui;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

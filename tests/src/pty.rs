@@ -47,16 +47,7 @@ impl Terminal {
                 pixel_height: 0,
             })
             .unwrap();
-        let mut command = CommandBuilder::new(binary());
-        command.args(args);
-        command.cwd(sandbox.work());
-        command.env_clear();
-        command.env("PATH", std::env::var("PATH").unwrap_or_default());
-        command.env("HOME", sandbox.root.path().join("home"));
-        command.env("DSH_DATA_DIR", sandbox.data());
-        for (name, value) in env {
-            command.env(name, value);
-        }
+        let command = command(sandbox, args, env);
         let child = pty.slave.spawn_command(command).unwrap();
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().unwrap();
@@ -154,4 +145,20 @@ pub fn screen(received: &str, cols: u16) -> String {
     );
     let contents = parser.screen().contents();
     contents.trim_end().to_owned()
+}
+
+/// `dsh <args>` in the sandbox's work dir, with a clean environment, the sandbox's home and
+/// data directory, then `env`.
+pub fn command(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> CommandBuilder {
+    let mut command = CommandBuilder::new(binary());
+    command.args(args);
+    command.cwd(sandbox.work());
+    command.env_clear();
+    command.env("PATH", std::env::var("PATH").unwrap_or_default());
+    command.env("HOME", sandbox.root.path().join("home"));
+    command.env("DSH_DATA_DIR", sandbox.data());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
 }

@@ -38,7 +38,7 @@ pub(crate) fn prompt_content(blocks: &[ContentBlock]) -> Result<PromptContent, R
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 EmbeddedResourceResource::TextResourceContents(resource) => {
                     substance = true;
-                    parts.push(fenced(&resource.uri, &resource.text));
+                    parts.push(dsh_agent::fenced(&resource.uri, &resource.text));
                     resources.push(resource.uri.clone());
                 }
                 EmbeddedResourceResource::BlobResourceContents(resource) => {
@@ -88,15 +88,6 @@ pub(crate) fn prompt_content(blocks: &[ContentBlock]) -> Result<PromptContent, R
 
 fn unsupported(kind: &str, message: String) -> RpcError {
     RpcError::new(code::INVALID_PARAMS, message).with_data(json!({ "unsupported": kind }))
-}
-
-/// `text` under its URI in a fence longer than any run of backticks inside it, so the
-/// file's own code fences cannot end the block.
-fn fenced(uri: &str, text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    format!("{uri}\n{fence}\n{body}\n{fence}")
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ pub use event::AgentEvent;
 pub use factory::{AgentFactory, AgentRegistry, AgentSetup, CreateAgent, ResumeAgent};
 pub use handle::AgentHandle;
 pub use instructions::{Audience, CallerPrompt, PromptMode};
-pub use message::{MessageId, MessageSource, UserMessage};
+pub use message::{MessageId, MessageSource, UserMessage, fenced};
 pub use options::{
     AgentOptions, AgentOverrides, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOOL_CALLS,
     MAX_TOOL_CALLS_LIMIT,

@@ -93,4 +93,24 @@ impl UserMessage {
             resources: Vec::new(),
         }
     }
+
+    /// Embeds a text resource (a file the user pointed at) in the message: its text under
+    /// its URI, fenced so the file's own code fences cannot end the block, and the URI
+    /// recorded among the message's resources. Every front end embeds alike, so the model
+    /// reads an editor's @-mention and a terminal's the same way.
+    pub fn embed(&mut self, uri: &str, text: &str) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&fenced(uri, text));
+        self.resources.push(uri.to_owned());
+    }
+}
+
+/// `text` under its URI in a fence longer than any run of backticks inside it.
+pub fn fenced(uri: &str, text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    format!("{uri}\n{fence}\n{body}\n{fence}")
 }

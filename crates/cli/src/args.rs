@@ -12,16 +12,55 @@ use dsh_tools::PermissionMode;
 /// `dsh <semver> (<git hash>)`, answered by clap before any other work.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("DSH_GIT_HASH"), ")");
 
-/// dsh: a model in a loop with bash, every session kept as a durable log.
+/// dsh: a model in a loop with bash, every session kept as a durable log. Without a command,
+/// an interactive session on the terminal.
 #[derive(Debug, Parser)]
 #[command(name = "dsh", version = VERSION, about, long_about = None)]
 pub struct Cli {
     /// Options every command shares.
     #[command(flatten)]
     pub global: Global,
-    /// What to do.
+    /// The interactive session's options (`dsh` without a command).
+    #[command(flatten)]
+    pub interactive: InteractiveArgs,
+    /// What to do; without one, an interactive session.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+/// `dsh` without a command: the interactive terminal.
+#[derive(Debug, Args)]
+pub struct InteractiveArgs {
+    /// Continue the newest session started in the current directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_here: bool,
+    /// Open a stored session: its id (or a unique prefix of 8+ characters); without one, a
+    /// picker of this directory's sessions.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
+    /// When edits and commands ask first (default: the `tui.permission` setting, else ask).
+    #[arg(long, value_parser = permission_modes(TUI_ASK))]
+    pub permission: Option<PermissionMode>,
+    /// Model calls per turn, 1..=10000 (default 50).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_steps: Option<u32>,
+}
+
+impl InteractiveArgs {
+    /// The flag given, when one was: before a command it would be silently ignored.
+    pub fn given(&self) -> Option<&'static str> {
+        if self.continue_here {
+            Some("-c")
+        } else if self.resume.is_some() {
+            Some("--resume")
+        } else if self.permission.is_some() {
+            Some("--permission")
+        } else if self.max_steps.is_some() {
+            Some("--max-steps")
+        } else {
+            None
+        }
+    }
 }
 
 /// Options every command shares.
@@ -183,6 +222,8 @@ pub struct RunArgs {
 
 /// What `ask` means for `dsh acp --permission`.
 const ACP_ASK: &str = "Ask the editor before each edit and command";
+/// What `ask` means for `dsh --permission`.
+const TUI_ASK: &str = "Ask in the terminal before each edit and command";
 /// What `ask` means for `dsh run --permission`.
 const RUN_ASK: &str =
     "Ask on the controlling terminal before each edit and command; deny when there is none";

@@ -5,7 +5,7 @@
 //! the only one whose human output may go to stdout (invariant 6). It exits by shutting the
 //! runtime down, so every session log is closed on every exit path except SIGKILL.
 //!
-//! Status: `dsh run` (offline with `--replay`, or against an OpenAI-compatible server),
+//! Status: `dsh` alone (the interactive terminal, `dsh-tui`), `dsh run` (offline with `--replay`, or against an OpenAI-compatible server),
 //! `dsh acp` (the Agent Client Protocol on stdio, for editors), `dsh sessions`, `dsh config`
 //! and `dsh models` work, with configuration files.
 
@@ -20,6 +20,7 @@ mod config;
 mod digest;
 mod excerpt;
 mod exit;
+mod interactive;
 mod json_lines;
 mod lookup;
 mod model;
@@ -48,9 +49,17 @@ fn main() -> ExitCode {
     }
     // clap answers --help and --version before any other work.
     let cli = Cli::parse();
+    if let (Some(_), Some(flag)) = (&cli.command, cli.interactive.given()) {
+        eprintln!(
+            "error: {flag} before a command is the interactive session's; give it after the \
+             command (dsh run {flag} …)"
+        );
+        return ExitCode::from(2);
+    }
     init_logs(
         cli.global.verbose,
-        matches!(cli.command, Command::Acp { .. }),
+        matches!(cli.command, Some(Command::Acp { .. })),
+        cli.command.is_none(),
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -65,14 +74,15 @@ fn main() -> ExitCode {
     };
     let status = runtime.block_on(async {
         match &cli.command {
-            Command::Run(args) => run::run(&cli.global, args).await,
-            Command::Acp {
+            None => interactive::interactive(&cli.global, &cli.interactive).await,
+            Some(Command::Run(args)) => run::run(&cli.global, args).await,
+            Some(Command::Acp {
                 permission,
                 max_steps,
-            } => acp::acp(&cli.global, *permission, *max_steps).await,
-            Command::Config { json } => config::config(&cli.global, *json),
-            Command::Models { json } => models::models(&cli.global, *json).await,
-            Command::Sessions { command } => sessions::sessions(&cli.global, command).await,
+            }) => acp::acp(&cli.global, *permission, *max_steps).await,
+            Some(Command::Config { json }) => config::config(&cli.global, *json),
+            Some(Command::Models { json }) => models::models(&cli.global, *json).await,
+            Some(Command::Sessions { command }) => sessions::sessions(&cli.global, command).await,
         }
     });
     // Tool processes were ended by the shutdown; nothing left should hold the exit.
@@ -80,14 +90,16 @@ fn main() -> ExitCode {
     ExitCode::from(status)
 }
 
-/// Logs go to stderr: `DSH_LOG` when set, else `warn` raised by each `-v`.
-fn init_logs(verbose: u8, acp: bool) {
+/// Logs go to stderr: `DSH_LOG` when set, else `warn` raised by each `-v`. The interactive
+/// terminal owns stderr's screen: it logs only when asked to (`DSH_LOG`, `-v`).
+fn init_logs(verbose: u8, acp: bool, interactive: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("DSH_LOG") {
         Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
         _ => EnvFilter::new(match verbose {
             // An editor shows an agent's stderr as its log: say what happens.
             0 if acp => "info",
+            0 if interactive => "off",
             0 => "warn",
             1 => "debug",
             _ => "trace",

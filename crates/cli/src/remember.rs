@@ -14,6 +14,24 @@ use dsh_session_jsonl::{JsonlConfig, JsonlPersistence};
 
 use crate::run::{Target, find};
 
+/// `settings` for a run on `target`: a resumed session goes back to the server and model it
+/// ran with, unless this run says otherwise (a scripted model remembers nothing).
+pub async fn settings_for(
+    settings: crate::settings::Settings,
+    global: &crate::args::Global,
+    flags: crate::settings::CommandFlags,
+    target: &Target,
+) -> Result<crate::settings::Settings, crate::exit::Failure> {
+    if settings.replay.is_some() {
+        return Ok(settings);
+    }
+    let remembered = of(&settings.sessions_dir(), target).await;
+    match remembered == Remembered::default() {
+        true => Ok(settings),
+        false => crate::settings::Settings::resolve_for(global, flags, &remembered),
+    }
+}
+
 /// The server and model a session last used; each `None` when it did not say.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Remembered {

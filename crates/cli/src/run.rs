@@ -115,18 +115,7 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
         (None, true) => Target::Newest,
         (None, false) => Target::New,
     };
-    // A resumed session goes back to the server and model it ran with, unless this run says
-    // otherwise.
-    let settings = match settings.replay {
-        None => {
-            let remembered = crate::remember::of(&settings.sessions_dir(), &target).await;
-            match remembered == crate::remember::Remembered::default() {
-                true => settings,
-                false => Settings::resolve_for(global, flags, &remembered)?,
-            }
-        }
-        Some(_) => settings,
-    };
+    let settings = crate::remember::settings_for(settings, global, flags, &target).await?;
     if settings.replay.is_some() && global.model.is_some() {
         eprintln!("warning: --model is ignored with --replay");
     }
@@ -289,7 +278,7 @@ struct Start {
 }
 
 /// The model and reasoning level this run was given explicitly (a flag or a variable).
-fn explicit(settings: &Settings) -> Vec<ConfigChange> {
+pub fn explicit(settings: &Settings) -> Vec<ConfigChange> {
     let given = |source: &Source| matches!(source, Source::Flag(_) | Source::Env(_));
     let mut changes = Vec::new();
     if given(&settings.model.source) {

@@ -23,6 +23,8 @@ pub enum Split {
     Every(usize),
     /// One write per line.
     PerLine,
+    /// One write per server-sent event (up to and including its blank line).
+    PerEvent,
 }
 
 /// How a response ends after its body.
@@ -74,6 +76,16 @@ impl MockResponse {
     pub fn text(text: &str) -> MockResponse {
         let delta = serde_json::json!({"content": text});
         MockResponse::sse_bytes(chunks(&[delta], "stop"))
+    }
+
+    /// A 200 SSE answer streamed as one delta per piece, finishing `stop` (with
+    /// [`Split::PerEvent`] each piece is a write of its own).
+    pub fn pieces(pieces: &[&str]) -> MockResponse {
+        let deltas: Vec<serde_json::Value> = pieces
+            .iter()
+            .map(|p| serde_json::json!({"content": p}))
+            .collect();
+        MockResponse::sse_bytes(chunks(&deltas, "stop")).segments(Split::PerEvent)
     }
 
     /// A 200 SSE answer of plain text that finishes `stop`, then reports its usage in a last
@@ -491,6 +503,18 @@ async fn respond(stream: &mut TcpStream, response: &MockResponse) -> After {
         Split::Whole => vec![&body[..]],
         Split::Every(n) => body.chunks(n.max(1)).collect(),
         Split::PerLine => body.split_inclusive(|b| *b == b'\n').collect(),
+        Split::PerEvent => {
+            let mut events = Vec::new();
+            let mut rest = &body[..];
+            while let Some(at) = rest.windows(2).position(|w| w == b"\n\n") {
+                events.push(&rest[..at + 2]);
+                rest = &rest[at + 2..];
+            }
+            if !rest.is_empty() {
+                events.push(rest);
+            }
+            events
+        }
     };
     if !response.first_byte_delay.is_zero() {
         let _ = stream.flush().await;

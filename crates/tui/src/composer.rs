@@ -107,6 +107,12 @@ impl Composer {
         text
     }
 
+    /// Records `prompt` in the history as if it was sent from here (a command chosen in
+    /// the menu).
+    pub fn history_record(&mut self, prompt: &str) {
+        self.history.record(prompt);
+    }
+
     /// Enter: sends the prompt, or, after a trailing `\` at the end of a line, breaks it.
     pub fn enter(&mut self) -> Enter {
         let line = &self.lines[self.row];

@@ -2,6 +2,14 @@
 //!
 //! Walking away from the prompt being written keeps it as the draft, and walking back past
 //! the newest entry gives it back, so browsing never loses what was typed.
+//!
+//! The history is kept in the data directory, one file for every project: each line a JSON
+//! object `{"dir": …, "text": …}`, appended as prompts are sent (so two terminals in one
+//! project both keep theirs) and read filtered by the project's directory. A line that does
+//! not parse is skipped: a torn write never loses the rest.
+
+use std::io::Write;
+use std::path::Path;
 
 /// A project's prompt history and where the composer is in it.
 #[derive(Clone, Debug, Default)]
@@ -82,9 +90,59 @@ impl History {
     }
 }
 
+/// The prompts of `dir` in the history file `file`, oldest first; none when it cannot be read.
+pub fn load(file: &Path, dir: &str) -> History {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return History::default();
+    };
+    let entries = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|entry| entry["dir"] == dir)
+        .filter_map(|entry| entry["text"].as_str().map(str::to_owned))
+        .collect();
+    History::new(entries)
+}
+
+/// Appends a prompt of `dir` to the history file `file`. A failure costs the entry only, and
+/// is logged.
+pub fn append(file: &Path, dir: &str, text: &str) {
+    let line = serde_json::json!({"dir": dir, "text": text}).to_string() + "\n";
+    let written = file
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+        })
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        tracing::warn!(file = %file.display(), "the prompt history was not saved: {e}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_file_keeps_each_project_s_prompts_and_skips_torn_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("data/history.jsonl");
+        append(&file, "/a", "first");
+        append(&file, "/b", "other");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        f.write_all(b"{\"dir\": \"/a\", \"te\n").unwrap();
+        append(&file, "/a", "second\nline");
+        assert_eq!(load(&file, "/a").entries(), ["first", "second\nline"]);
+        assert_eq!(load(&file, "/b").entries(), ["other"]);
+        assert!(load(&dir.path().join("none"), "/a").entries().is_empty());
+    }
 
     #[test]
     fn up_walks_back_and_down_returns_to_the_draft() {

@@ -27,6 +27,19 @@ const KEPT_OUTPUT: usize = 12;
 /// How many changed lines of a diff go to the scrollback.
 const KEPT_DIFF: usize = 40;
 
+/// The most characters of an unfinished line the viewport shows: a model that writes a
+/// megabyte without a line break must not make each frame lay it all out.
+const LIVE_CHARS: usize = 2000;
+
+/// The end of an unfinished line, as much as the viewport shows.
+fn tail(line: &str) -> String {
+    let count = line.chars().count();
+    match count > LIVE_CHARS {
+        true => line.chars().skip(count - LIVE_CHARS).collect(),
+        false => line.to_owned(),
+    }
+}
+
 /// The transcript of one session as a terminal shows it.
 pub struct Transcript {
     palette: Palette,
@@ -57,14 +70,14 @@ pub struct Palette {
 }
 
 impl Palette {
-    fn fg(self, color: Color) -> Style {
+    pub(crate) fn fg(self, color: Color) -> Style {
         match self.color {
             true => Style::new().fg(color),
             false => Style::new(),
         }
     }
 
-    fn dim(self) -> Style {
+    pub(crate) fn dim(self) -> Style {
         Style::new().add_modifier(Modifier::DIM)
     }
 }
@@ -92,10 +105,10 @@ impl Transcript {
     pub fn live(&self) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         if !self.reasoning.is_empty() {
-            lines.push(Line::styled(self.reasoning.clone(), self.palette.dim()));
+            lines.push(Line::styled(tail(&self.reasoning), self.palette.dim()));
         }
         if !self.text.is_empty() {
-            lines.push(Line::raw(self.text.clone()));
+            lines.push(Line::raw(tail(&self.text)));
         }
         for running in &self.running {
             lines.push(Line::from(vec![
@@ -115,12 +128,7 @@ impl Transcript {
         match shown {
             Shown::Prompt { text, .. } => {
                 self.end_streams();
-                let bold = Style::new().add_modifier(Modifier::BOLD);
-                for (i, line) in text.split('\n').enumerate() {
-                    let mark = if i == 0 { "› " } else { "  " };
-                    self.finished
-                        .push(Line::styled(format!("{mark}{line}"), bold));
-                }
+                self.finished.extend(prompt_lines(&text));
             }
             Shown::Reasoning(piece) => {
                 self.reasoning.push_str(&piece);
@@ -333,32 +341,53 @@ impl Transcript {
         }
     }
 
-    /// A change's lines, numbered, removed red and added green.
     fn diff(&mut self, old: &str, new: &str, first: usize) {
-        let diff = TextDiff::from_lines(old, new);
-        let mut shown = 0;
-        let mut hidden = 0;
-        for change in diff.iter_all_changes() {
-            let (sign, style, index) = match change.tag() {
-                ChangeTag::Delete => ('-', self.palette.fg(Color::Red), change.old_index()),
-                ChangeTag::Insert => ('+', self.palette.fg(Color::Green), change.new_index()),
-                ChangeTag::Equal => continue,
-            };
-            if shown == KEPT_DIFF {
-                hidden += 1;
-                continue;
-            }
-            shown += 1;
-            let number = index.map_or(String::new(), |i| (first + i).to_string());
-            let text = SafeText::plain(change.value().trim_end_matches(['\n', '\r']));
-            self.finished
-                .push(Line::styled(format!("{number:>6} {sign} {text}"), style));
-        }
-        if hidden > 0 {
-            let line = format!("       … {hidden} more changed lines");
-            self.finished.push(Line::styled(line, self.palette.dim()));
-        }
+        let lines = diff_lines(self.palette, old, new, first);
+        self.finished.extend(lines);
     }
+}
+
+/// A prompt as the transcript shows it (safe text): bold, marked `›`.
+pub(crate) fn prompt_lines(text: &str) -> Vec<Line<'static>> {
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    text.split('\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let mark = if i == 0 { "› " } else { "  " };
+            Line::styled(format!("{mark}{line}"), bold)
+        })
+        .collect()
+}
+
+/// A change's lines, numbered, removed red and added green (at most [`KEPT_DIFF`]).
+pub(crate) fn diff_lines(
+    palette: Palette,
+    old: &str,
+    new: &str,
+    first: usize,
+) -> Vec<Line<'static>> {
+    let diff = TextDiff::from_lines(old, new);
+    let mut lines = Vec::new();
+    let mut hidden = 0;
+    for change in diff.iter_all_changes() {
+        let (sign, style, index) = match change.tag() {
+            ChangeTag::Delete => ('-', palette.fg(Color::Red), change.old_index()),
+            ChangeTag::Insert => ('+', palette.fg(Color::Green), change.new_index()),
+            ChangeTag::Equal => continue,
+        };
+        if lines.len() == KEPT_DIFF {
+            hidden += 1;
+            continue;
+        }
+        let number = index.map_or(String::new(), |i| (first + i).to_string());
+        let text = SafeText::plain(change.value().trim_end_matches(['\n', '\r']));
+        lines.push(Line::styled(format!("{number:>6} {sign} {text}"), style));
+    }
+    if hidden > 0 {
+        let line = format!("       … {hidden} more changed lines");
+        lines.push(Line::styled(line, palette.dim()));
+    }
+    lines
 }
 
 impl Running {

@@ -63,6 +63,11 @@ pub fn acp_permission(_: &Global, flags: CommandFlags) -> Given {
     Ok(flags.acp_permission.map(|mode| mode.as_str().to_owned()))
 }
 
+/// `dsh --permission`, the interactive terminal's.
+pub fn tui_permission(_: &Global, flags: CommandFlags) -> Given {
+    Ok(flags.tui_permission.map(|mode| mode.as_str().to_owned()))
+}
+
 /// A path flag's text; a path that is not UTF-8 cannot be a setting's text.
 fn utf8(flag: &str, path: Option<&Path>) -> Given {
     match path {

@@ -75,6 +75,8 @@ pub struct CommandFlags {
     pub acp_permission: Option<PermissionMode>,
     /// `dsh run --permission`.
     pub run_permission: Option<PermissionMode>,
+    /// `dsh --permission` (the interactive terminal).
+    pub tui_permission: Option<PermissionMode>,
 }
 
 /// What every command runs with.
@@ -117,6 +119,8 @@ pub struct Settings {
     /// `[mcp_servers.<name>]` with the file that set each.
     pub mcp_servers: Vec<(mcp::McpServerEntry, PathBuf)>,
     pub acp_permission: Set<PermissionMode>,
+    /// The interactive terminal's permission mode.
+    pub tui_permission: Set<PermissionMode>,
     pub acp_max_line_bytes: Set<usize>,
     pub acp_cancel_grace: Set<Duration>,
     pub acp_teardown_deadline: Set<Duration>,
@@ -195,6 +199,7 @@ impl Settings {
                 })
                 .unwrap_or_default(),
             acp_permission: typed.get(&ACP_PERMISSION)?,
+            tui_permission: typed.get(&TUI_PERMISSION)?,
             acp_max_line_bytes: typed.get(&ACP_MAX_LINE_BYTES)?,
             acp_cancel_grace: typed.get(&ACP_CANCEL_GRACE)?,
             acp_teardown_deadline: typed.get(&ACP_TEARDOWN_DEADLINE)?,
@@ -472,6 +477,7 @@ mod tests {
             max_steps: Some(3),
             acp_permission: Some(PermissionMode::Allow),
             run_permission: Some(PermissionMode::Ask),
+            tui_permission: Some(PermissionMode::AcceptEdits),
         };
         for key in KEYS {
             if let Some(flag) = key.flag {

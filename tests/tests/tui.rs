@@ -1,0 +1,409 @@
+//! The interactive terminal end to end: the built `dsh` on a real pseudo-terminal, read
+//! through a terminal emulator, against the mock model server (or a replay script), as a
+//! person at a terminal uses it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use dsh_e2e::Sandbox;
+use dsh_e2e::tui::Tui;
+use dsh_test_providers::mock_model::{MockModelServer, MockResponse, Split};
+use serde_json::json;
+use tokio::sync::Notify;
+
+/// Rows enough that a test's whole conversation stays on the screen.
+const ROWS: u16 = 60;
+const COLS: u16 = 100;
+
+/// The mock server on a runtime of its own, so the test's thread may block on the screen.
+struct Model {
+    runtime: tokio::runtime::Runtime,
+    server: MockModelServer,
+}
+
+impl Model {
+    fn start(responses: Vec<MockResponse>) -> Model {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime.block_on(MockModelServer::start(responses));
+        Model { runtime, server }
+    }
+
+    /// The request bodies the server received, in order.
+    fn requests(&self) -> Vec<serde_json::Value> {
+        self.server.requests().iter().map(|r| r.json()).collect()
+    }
+
+    /// Waits until request `index` (from 0) arrived.
+    fn wait_request(&self, index: usize) {
+        self.runtime.block_on(self.server.wait_arrival(index));
+    }
+}
+
+/// `dsh` against `model` with `args` before the defaults, and a marker for the census.
+fn dsh(sandbox: &Sandbox, model: &Model, args: &[&str], marker: &str) -> Tui {
+    let base = model.server.base_url();
+    let mut all = vec!["--base-url", base.as_str(), "--model", "m"];
+    all.extend_from_slice(args);
+    Tui::start(
+        sandbox,
+        &all,
+        &[("DSH_API_KEY_ENV", ""), ("DSH_TUI_MARK", marker)],
+        ROWS,
+        COLS,
+    )
+}
+
+/// The text of the last user message of a request.
+fn last_user_text(request: &serde_json::Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default()
+}
+
+/// Every user message of a request, in order.
+fn user_texts(request: &serde_json::Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn mark(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}
+
+/// Nothing the session started is left once dsh exited.
+fn census(marker: &str) {
+    dsh_e2e::wait_gone(&format!("DSH_TUI_MARK={marker}"));
+}
+
+#[test]
+fn a_prompt_streams_and_ctrl_d_leaves_the_whole_conversation_in_the_log() {
+    let model = Model::start(vec![
+        MockResponse::text("First **answer** line\nand the second line").segments(Split::Every(7)),
+        MockResponse::text("a second answer"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("stream");
+    let tui = dsh(&sandbox, &model, &[], &marker);
+    tui.wait_for("› ");
+    tui.line("hello there");
+    tui.wait_for("and the second line");
+    let screen = tui.screen();
+    assert!(screen.contains("› hello there"), "{screen}");
+    assert!(
+        screen.contains("First answer line"),
+        "Markdown shown, not its marks: {screen}"
+    );
+    tui.line("and again");
+    tui.wait_for("a second answer");
+    tui.keys(b"\x04");
+    let (code, screen) = tui.exit();
+    assert_eq!(code, 0, "{screen}");
+    census(&marker);
+    // The session is an ordinary one: listed, and its log holds the conversation.
+    let id = sandbox.first_session_id();
+    let listed = sandbox.dsh(["sessions", "list"]).output().unwrap();
+    assert!(dsh_e2e::text(&listed.stdout).contains(&id[..8]));
+    let shown = sandbox.dsh(["sessions", "show", &id]).output().unwrap();
+    let shown = dsh_e2e::text(&shown.stdout);
+    for said in [
+        "hello there",
+        "and the second line",
+        "and again",
+        "a second answer",
+    ] {
+        assert!(shown.contains(said), "{said:?} is not in the log:\n{shown}");
+    }
+    let requests = model.requests();
+    assert_eq!(user_texts(&requests[1]), ["hello there", "and again"]);
+}
+
+#[test]
+fn an_edit_answered_always_lets_the_next_one_pass_unasked() {
+    let model = Model::start(vec![
+        MockResponse::tool_call("write", &json!({"path": "a.txt", "content": "one\n"})),
+        MockResponse::tool_call("write", &json!({"path": "b.txt", "content": "two\n"})),
+        MockResponse::text("both written"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("always");
+    let tui = dsh(&sandbox, &model, &["--permission", "ask"], &marker);
+    tui.wait_for("› ");
+    tui.line("write two files");
+    tui.wait_for("a yes, always: every write call");
+    tui.keys(b"a");
+    tui.wait_for("both written");
+    let screen = tui.screen();
+    assert_eq!(
+        screen.matches("? write").count(),
+        1,
+        "one question: {screen}"
+    );
+    assert!(screen.contains("✓ allowed: every write call"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(sandbox.work().join("b.txt")).unwrap(),
+        "two\n"
+    );
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn no_with_a_reason_tells_the_model_why() {
+    let model = Model::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": "rm -rf build"})),
+        MockResponse::text("understood"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("reason");
+    let tui = dsh(&sandbox, &model, &[], &marker);
+    tui.wait_for("› ");
+    tui.line("clean up");
+    tui.wait_for("? bash wants to run $ rm -rf build");
+    tui.keys(b"n");
+    tui.wait_for("Why not?");
+    tui.line("use cargo clean");
+    tui.wait_for("understood");
+    let requests = model.requests();
+    let tool_result = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .to_string();
+    assert!(tool_result.contains("use cargo clean"), "{tool_result}");
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn esc_mid_command_cancels_the_turn_and_keeps_the_partial_output() {
+    let model = Model::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": "echo started; sleep 600"})),
+        MockResponse::text("after the cancel"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("esc");
+    let tui = dsh(&sandbox, &model, &["--permission", "allow"], &marker);
+    tui.wait_for("› ");
+    tui.line("run it");
+    tui.wait_for("  started");
+    tui.keys(b"\x1b");
+    let screen = tui.wait_for("[aborted]");
+    assert!(screen.contains("started"), "{screen}");
+    assert!(
+        !screen.contains("esc to interrupt"),
+        "the spinner is gone: {screen}"
+    );
+    // The session goes on.
+    tui.line("go on");
+    tui.wait_for("after the cancel");
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn a_message_typed_while_a_command_runs_steers_the_next_request() {
+    let sandbox = Sandbox::new();
+    let fifo = sandbox.root.path().join("go");
+    dsh_test_support::tree::fifo(&fifo);
+    let model = Model::start(vec![
+        MockResponse::tool_call(
+            "bash",
+            &json!({"command": format!("echo waiting; cat {}", fifo.display())}),
+        ),
+        MockResponse::text("steered"),
+    ]);
+    let marker = mark("steer");
+    let tui = dsh(&sandbox, &model, &["--permission", "allow"], &marker);
+    tui.wait_for("› ");
+    tui.line("start");
+    tui.wait_for("  waiting");
+    tui.line("also check the docs");
+    tui.wait_for("⧗ queued for the next step: also check the docs");
+    std::fs::write(&fifo, b"").unwrap();
+    tui.wait_for("steered");
+    model.wait_request(1);
+    let requests = model.requests();
+    assert_eq!(last_user_text(&requests[1]), "also check the docs");
+    assert_eq!(requests.len(), 2, "the steer entered the running turn");
+    let screen = tui.screen();
+    assert!(screen.contains("› also check the docs"), "{screen}");
+    assert!(!screen.contains("queued"), "{screen}");
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn slash_model_switches_the_next_request_and_at_file_attaches_the_file() {
+    let model = Model::start(vec![MockResponse::text("read it")]);
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.work().join("notes.md"), "the notes say 42\n").unwrap();
+    let marker = mark("model");
+    let tui = dsh(&sandbox, &model, &[], &marker);
+    tui.wait_for("› ");
+    tui.line("/model other-model");
+    tui.wait_for("model: other-model from the next request on");
+    tui.keys(b"summarise @not");
+    tui.wait_for("notes.md");
+    // Tab takes the completion.
+    tui.keys(b"\t");
+    tui.wait_for("summarise @notes.md");
+    tui.keys(b"\r");
+    tui.wait_for("read it");
+    let screen = tui.screen();
+    assert!(screen.contains("↳ attached notes.md"), "{screen}");
+    assert!(
+        screen.contains("other-model"),
+        "the status line says it: {screen}"
+    );
+    let request = &model.requests()[0];
+    assert_eq!(request["model"], "other-model");
+    let text = last_user_text(request);
+    assert!(text.starts_with("summarise @notes.md"), "{text}");
+    assert!(
+        text.contains("notes.md\n```\nthe notes say 42\n```"),
+        "{text}"
+    );
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn a_resize_mid_stream_reflows_what_follows() {
+    let release = Arc::new(Notify::new());
+    let words = "word ".repeat(30);
+    let model = Model::start(vec![
+        MockResponse::text(&format!("{words}end")).held_by(release.clone()),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("resize");
+    let tui = dsh(&sandbox, &model, &[], &marker);
+    tui.wait_for("› ");
+    tui.line("talk");
+    tui.wait_for("waiting for the model");
+    tui.resize(ROWS, 40);
+    tui.wait_until("a 40-column frame", |s| {
+        s.lines()
+            .any(|l| l.starts_with("────") && l.chars().count() == 40)
+    });
+    release.notify_one();
+    let screen = tui.wait_for("end");
+    for line in screen.lines() {
+        assert!(
+            line.chars().count() <= 40,
+            "{line:?} is wider than the terminal"
+        );
+    }
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn hostile_text_never_reaches_the_terminal_raw() {
+    let model = Model::start(vec![
+        MockResponse::tool_call(
+            "bash",
+            &json!({"command": "printf 'out\\033]52;c;QUFBQQ==\\007put\\033[2J\\n'"}),
+        ),
+        MockResponse::text("done \u{1b}]0;pwned\u{7} \u{1b}[2J"),
+    ]);
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.work().join("a\u{1b}[31mred"), "x").unwrap();
+    let marker = mark("hostile");
+    let tui = dsh(&sandbox, &model, &["--permission", "allow"], &marker);
+    tui.wait_for("› ");
+    tui.keys(b"look @a");
+    tui.wait_for("look @a");
+    tui.keys(b"\x15");
+    tui.line("go");
+    tui.wait_for("done");
+    let raw = String::from_utf8_lossy(&tui.raw()).to_string();
+    for hostile in ["\x1b]52", "\x1b]0;pwned", "\x1b[31mred", "\x1b[2J"] {
+        assert!(!raw.contains(hostile), "{hostile:?} reached the terminal");
+    }
+    let screen = tui.screen();
+    assert!(
+        screen.contains("output") || screen.contains("out"),
+        "{screen}"
+    );
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn without_a_terminal_dsh_says_to_use_dsh_run_and_exits_2() {
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .dsh_without_terminal(Vec::<&str>::new())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = dsh_e2e::text(&out.stderr);
+    assert!(said.contains("use `dsh run"), "{said}");
+    assert!(sandbox.logs().is_empty(), "no session was made");
+}
+
+#[test]
+fn continue_and_resume_open_this_directory_s_sessions() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "one",
+        json!([{"stream": [{"text": "the first answer"}], "finish": "stop"},
+               {"stream": [{"text": "the second answer"}], "finish": "stop"}]),
+    );
+    let first = Tui::start(&sandbox, &["--replay", &script], &[], ROWS, COLS);
+    first.wait_for("› ");
+    first.line("first question");
+    first.wait_for("the first answer");
+    first.keys(b"\x04");
+    assert_eq!(first.exit().0, 0);
+    let id = sandbox.first_session_id();
+    // `-c` shows the past conversation and goes on in the same session.
+    let again = Tui::start(&sandbox, &["--replay", &script, "-c"], &[], ROWS, COLS);
+    let screen = again.wait_for("the first answer");
+    assert!(screen.contains("› first question"), "{screen}");
+    assert!(
+        screen.contains(&format!("resumed session {id}")),
+        "{screen}"
+    );
+    again.keys(b"\x04");
+    assert_eq!(again.exit().0, 0);
+    assert_eq!(sandbox.logs().len(), 1);
+    // `--resume` without an id offers a picker; Enter opens the highlighted one.
+    let picked = Tui::start(
+        &sandbox,
+        &["--replay", &script, "--resume"],
+        &[],
+        ROWS,
+        COLS,
+    );
+    picked.wait_for("choose a session");
+    picked.wait_for("first question");
+    picked.keys(b"\r");
+    picked.wait_for(&format!("resumed session {id}"));
+    picked.keys(b"\x04");
+    assert_eq!(picked.exit().0, 0);
+}
