@@ -43,11 +43,13 @@ fn echo(tui: &Tui, key: u8, expected: &str) -> Duration {
     typed.elapsed()
 }
 
-/// Echo samples: `n` characters typed one by one, the composer cleared now and then.
-fn echoes(tui: &Tui, n: usize) -> Vec<Duration> {
+/// Echo samples: `n` characters typed one by one, `gap` apart (as a person types, so that
+/// they spread over a stream), the composer cleared now and then.
+fn echoes(tui: &Tui, n: usize, gap: Duration) -> Vec<Duration> {
     let mut samples = Vec::new();
     let mut typed = String::new();
     for i in 0..n {
+        std::thread::sleep(gap);
         let c = b'a' + (i % 26) as u8;
         typed.push(c as char);
         samples.push(echo(tui, c, &format!("› {typed}")));
@@ -128,7 +130,10 @@ fn main() {
     let sandbox = Sandbox::new();
     let tui = start(&sandbox, &base);
     tui.wait_until("the composer", |s| s.lines().any(|l| l.starts_with('›')));
-    println!("keystroke → echo, idle: {}", percentiles(echoes(&tui, 300)));
+    println!(
+        "keystroke → echo, idle: {}",
+        percentiles(echoes(&tui, 300, Duration::ZERO))
+    );
     tui.wait_until("an empty composer", |s| {
         s.lines().any(|l| l.trim_end() == "›")
     });
@@ -173,7 +178,12 @@ fn main() {
     server.push(MockResponse::pieces(&pieces).delay_between(Duration::from_millis(5)));
     tui.keys(b"stream\r");
     tui.wait_until("the stream", |s| s.contains("word1"));
-    let streaming = echoes(&tui, 200);
+    // 200 keys 20 ms apart: four of the stream's five seconds.
+    let streaming = echoes(&tui, 200, Duration::from_millis(20));
+    assert!(
+        tui.screen().contains("esc to interrupt"),
+        "the stream ended before the keys"
+    );
     println!(
         "keystroke → echo while streaming 200 chunks/s: {}",
         percentiles(streaming)
@@ -183,10 +193,15 @@ fn main() {
     // A 1 MB answer: the longest echo while it streams.
     let kilobyte = format!("{}\n", "x".repeat(1023));
     let pieces: Vec<&str> = (0..1024).map(|_| kilobyte.as_str()).collect();
-    server.push(MockResponse::pieces(&pieces).delay_between(Duration::from_millis(1)));
+    server.push(MockResponse::pieces(&pieces).delay_between(Duration::from_millis(2)));
     tui.keys(b"big\r");
     tui.wait_until("the big answer", |s| s.contains("xxxxxxxxxx"));
-    let during = echoes(&tui, 100);
+    // 100 keys 15 ms apart, over most of the two seconds the megabyte takes.
+    let during = echoes(&tui, 100, Duration::from_millis(15));
+    assert!(
+        tui.screen().contains("esc to interrupt"),
+        "the answer ended before the keys"
+    );
     let longest = during.iter().max().copied().unwrap_or_default();
     println!(
         "keystroke → echo while a 1 MB answer streams: {} (longest {longest:?})",

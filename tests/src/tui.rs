@@ -22,8 +22,6 @@ struct Shared {
     /// Every byte received, for assertions on what was written raw.
     raw: Vec<u8>,
     closed: bool,
-    /// When the last byte arrived.
-    last: Instant,
 }
 
 /// `dsh` on a pseudo-terminal, its screen emulated.
@@ -79,7 +77,6 @@ impl Tui {
                 parser: vt100::Parser::new(rows, cols, 0),
                 raw: Vec::new(),
                 closed: false,
-                last: Instant::now(),
             }),
             Condvar::new(),
         ));
@@ -94,7 +91,6 @@ impl Tui {
                 let (lock, wake) = &*feed;
                 let mut shared = lock.lock().unwrap();
                 shared.raw.extend_from_slice(&buf[..n]);
-                shared.last = Instant::now();
                 // A cursor position request is answered where the emulator's cursor is once
                 // everything before it was shown, as a terminal does.
                 let mut rest = &buf[..n];
@@ -206,14 +202,28 @@ impl Tui {
     }
 
     /// Waits for dsh to exit (30 s at most); its status and the last screen.
-    pub fn exit(mut self) -> (u32, String) {
-        match self.exited.recv_timeout(PATIENCE) {
-            Ok(code) => (code, self.screen()),
-            Err(_) => {
-                let _ = self.killer.kill();
-                panic!("dsh did not exit; the screen shows:\n{}", self.screen());
-            }
+    pub fn exit(self) -> (u32, String) {
+        let (code, screen, _) = self.exit_with_raw();
+        (code, screen)
+    }
+
+    /// As [`Tui::exit`], with every byte dsh wrote, once the terminal was closed.
+    pub fn exit_with_raw(mut self) -> (u32, String, Vec<u8>) {
+        let Ok(code) = self.exited.recv_timeout(PATIENCE) else {
+            let _ = self.killer.kill();
+            panic!("dsh did not exit; the screen shows:\n{}", self.screen());
+        };
+        // The reader ends when the last holder of the terminal closed it.
+        let (lock, wake) = &*self.shared;
+        let mut shared = lock.lock().unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while !shared.closed {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "the terminal stayed open after dsh exited");
+            shared = wake.wait_timeout(shared, left).unwrap().0;
         }
+        let screen = shared.parser.screen().contents().trim_end().to_owned();
+        (code, screen, shared.raw.clone())
     }
 }
 

@@ -206,12 +206,10 @@ fn esc_mid_command_cancels_the_turn_and_keeps_the_partial_output() {
     tui.line("run it");
     tui.wait_for("  started");
     tui.keys(b"\x1b");
-    let screen = tui.wait_for("[aborted]");
-    assert!(screen.contains("started"), "{screen}");
-    assert!(
-        !screen.contains("esc to interrupt"),
-        "the spinner is gone: {screen}"
-    );
+    let screen = tui.wait_until("the turn ended, its spinner gone", |s| {
+        s.contains("[aborted]") && !s.contains("esc to interrupt")
+    });
+    assert!(screen.contains("  started"), "{screen}");
     // The session goes on.
     tui.line("go on");
     tui.wait_for("after the cancel");
@@ -406,4 +404,119 @@ fn continue_and_resume_open_this_directory_s_sessions() {
     picked.wait_for(&format!("resumed session {id}"));
     picked.keys(b"\x04");
     assert_eq!(picked.exit().0, 0);
+}
+
+#[test]
+fn a_prompt_sent_at_once_waits_for_the_mcp_servers_and_offers_their_tools() {
+    let model = Model::start(vec![MockResponse::text("with tools")]);
+    let sandbox = Sandbox::new();
+    // The server starts only once the test opens the fifo: after the prompt was sent.
+    let fifo = sandbox.root.path().join("start");
+    dsh_test_support::tree::fifo(&fifo);
+    let config = sandbox.root.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.fault]\ncommand = \"sh\"\nargs = [\"-c\", \"cat {} > /dev/null; exec {}\"]\n\n\
+             [mcp_servers.ghost]\ncommand = \"/nonexistent/mcp-ghost\"\n",
+            fifo.display(),
+            env!("CARGO_BIN_EXE_mcp-fault-server")
+        ),
+    )
+    .unwrap();
+    let marker = mark("mcp");
+    let base = model.server.base_url();
+    let tui = Tui::start(
+        &sandbox,
+        &["--base-url", &base, "--model", "m"],
+        &[
+            ("DSH_API_KEY_ENV", ""),
+            ("DSH_TUI_MARK", &marker),
+            ("DSH_CONFIG", config.to_str().unwrap()),
+        ],
+        ROWS,
+        COLS,
+    );
+    tui.wait_for("› ");
+    tui.line("now");
+    tui.wait_for("esc to interrupt");
+    std::fs::write(&fifo, b"").unwrap();
+    tui.wait_for("with tools");
+    let screen = tui.screen();
+    assert!(
+        screen.contains("warning: MCP server ghost did not start"),
+        "{screen}"
+    );
+    let tools: Vec<String> = model.requests()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(tools.iter().any(|t| t == "fault__echo"), "{tools:?}");
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn sigterm_ends_the_session_in_order_and_gives_the_terminal_back() {
+    let model = Model::start(vec![MockResponse::tool_call(
+        "bash",
+        &json!({"command": "echo running; sleep 600"}),
+    )]);
+    let sandbox = Sandbox::new();
+    let marker = mark("sigterm");
+    let tui = dsh(&sandbox, &model, &["--permission", "allow"], &marker);
+    tui.wait_for("› ");
+    tui.line("go");
+    tui.wait_for("  running");
+    let pid = rustix::process::Pid::from_raw(tui.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let (code, _, raw) = tui.exit_with_raw();
+    assert_eq!(code, 143);
+    census(&marker);
+    // The last thing written gives the terminal back: paste mode off, the cursor shown.
+    let raw = String::from_utf8_lossy(&raw).to_string();
+    let end = &raw[raw
+        .rfind("\x1b[?2004l")
+        .expect("bracketed paste turned off")..];
+    assert!(!end.contains("\x1b[?2004h"), "{end:?}");
+    assert!(raw.contains("\x1b[?25h"), "the cursor is shown");
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_command_and_a_second_quits_leaving_nothing_running() {
+    let model = Model::start(vec![MockResponse::tool_call(
+        "bash",
+        &json!({"command": "echo busy; sleep 600"}),
+    )]);
+    let sandbox = Sandbox::new();
+    let marker = mark("ctrlc");
+    let tui = dsh(&sandbox, &model, &["--permission", "allow"], &marker);
+    tui.wait_for("› ");
+    tui.line("go");
+    tui.wait_for("  busy");
+    tui.keys(b"\x03");
+    tui.wait_for("Ctrl-C again to quit");
+    tui.keys(b"\x03");
+    let (code, screen) = tui.exit();
+    assert_eq!(code, 0, "{screen}");
+    census(&marker);
+    assert_eq!(sandbox.logs().len(), 1);
+}
+
+#[test]
+fn quitting_before_any_prompt_stores_no_session() {
+    let model = Model::start(Vec::new());
+    let sandbox = Sandbox::new();
+    let marker = mark("empty");
+    let tui = dsh(&sandbox, &model, &[], &marker);
+    tui.wait_for("› ");
+    tui.keys(b"\x03");
+    tui.wait_for("Ctrl-C again to quit");
+    tui.keys(b"\x03");
+    assert_eq!(tui.exit().0, 0);
+    assert!(sandbox.logs().is_empty(), "{:?}", sandbox.logs());
+    census(&marker);
 }

@@ -55,11 +55,11 @@ async fn session(global: &Global, args: &InteractiveArgs) -> Result<u8, Failure>
     let runtime = crate::compose::compose(&settings, &sessions, Some(chosen.plugin)).await?;
     let ran = open(&runtime, &settings, &sessions, target, args, &chosen.label).await;
     runtime.shutdown().await;
-    let last = ran?;
-    if let Some(id) = last {
+    let finished = ran?;
+    if let Some(id) = finished.session {
         eprintln!("dsh · session {id} · dsh -c continues it");
     }
-    Ok(0)
+    Ok(finished.status)
 }
 
 async fn open(
@@ -69,7 +69,7 @@ async fn open(
     target: Target,
     args: &InteractiveArgs,
     label: &str,
-) -> Result<Option<dsh_session::SessionId>, Failure> {
+) -> Result<dsh_tui::Finished, Failure> {
     let persistence = runtime
         .scope()
         .require::<dyn dsh_session::SessionPersistence>()

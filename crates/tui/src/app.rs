@@ -160,6 +160,9 @@ pub struct App {
     quit: bool,
 }
 
+/// What a first Ctrl-C with nothing to cancel says.
+const QUIT_HINT: &str = "Ctrl-C again to quit (or Ctrl-D)";
+
 /// The most characters of a call's title the spinner says.
 const DOING_CHARS: usize = 48;
 
@@ -394,8 +397,10 @@ impl App {
             if turn.tickets == 0 {
                 self.turn = None;
                 self.asking = None;
-                self.last_interrupt = None;
-                self.hint = None;
+                // A Ctrl-C that cancelled the turn still counts: a second one quits.
+                if self.hint.is_some() && self.last_interrupt.is_some() {
+                    self.hint = Some(QUIT_HINT.into());
+                }
                 // Steers the model never saw were not sent to it: say so, keep their text.
                 for (_, display) in std::mem::take(&mut self.queued) {
                     let line = format!("not sent (the turn ended first): {display}");

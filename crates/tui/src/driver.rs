@@ -13,16 +13,17 @@ use std::time::{Duration, Instant};
 use crossterm::event::{Event, EventStream};
 use dsh_agent::{
     AgentHandle, AgentRegistry, CancelCause, ConfigChange, ConfigOrigin, CreateAgent, MessageId,
-    ResumeAgent, TurnOutcome, TurnTicket,
+    ResumeAgent, TurnOutcome, TurnTicket, UserMessage,
 };
 use dsh_kernel::{CancellationToken, Scope};
 use dsh_llm::{Model, Prices};
 use dsh_session::{Failure, Interest, ListQuery, SessionId, SessionPersistence, SessionStore};
 use dsh_tools::safe_text::SafeText;
-use dsh_tools::{ApprovalGate, ToolRegistry};
+use dsh_tools::{ApprovalGate, McpToolHost, ToolRegistry};
 use dsh_view::Projector;
 use futures::StreamExt;
-use tokio::sync::mpsc;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::app::{App, Effect, Input};
 use crate::gate::{Gate, Question};
@@ -30,6 +31,10 @@ use crate::observer::Observer;
 use crate::status::Status;
 use crate::terminal::Screen;
 
+/// The exit status after the terminal hung up: 128 + SIGHUP.
+const HANGUP: u8 = 129;
+/// The exit status after SIGTERM: 128 + SIGTERM.
+const TERMINATED: u8 = 143;
 /// How long the server's model list is waited for.
 const MODEL_LIST_WAIT: Duration = Duration::from_secs(10);
 /// How many lines of a resumed session's past go to the scrollback.
@@ -71,6 +76,11 @@ pub(crate) struct Driver {
     pending: Vec<ConfigChange>,
     /// The last session shown, for the words after the end.
     last: Option<SessionId>,
+    /// The configured MCP servers have started (or failed): the first request offers their
+    /// tools, so prompts sent before wait for them.
+    mcp_ready: bool,
+    /// Prompts sent before that.
+    deferred: Vec<UserMessage>,
     feed: mpsc::UnboundedSender<Input>,
 }
 
@@ -87,6 +97,8 @@ impl Driver {
             observer: None,
             pending: Vec::new(),
             last: None,
+            mcp_ready: false,
+            deferred: Vec::new(),
             feed,
         }
     }
@@ -106,22 +118,36 @@ impl Driver {
         self.list_sessions();
     }
 
-    /// Runs the loop until the user quits; the terminal is given back before it returns.
+    /// Runs the loop until the user quits (status 0), the terminal hangs up (129) or dsh is
+    /// told to end (143).
     pub(crate) async fn run(
         &mut self,
         app: &mut App,
         screen: &mut Screen,
         mut inputs: mpsc::UnboundedReceiver<Input>,
         mut questions: mpsc::UnboundedReceiver<Question>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<u8> {
         let mut keys = EventStream::new();
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut mcp = self.mcp_start();
+        // The terminal closing (SIGHUP) or a kill (SIGTERM) ends the session in order, and
+        // the terminal is given back.
+        let mut hangup = signal(SignalKind::hangup())?;
+        let mut terminate = signal(SignalKind::terminate())?;
         self.frame(app, screen)?;
         loop {
             let now = Instant::now();
             let effects = tokio::select! {
                 biased;
+                _ = hangup.recv() => {
+                    self.end().await;
+                    return Ok(HANGUP);
+                }
+                _ = terminate.recv() => {
+                    self.end().await;
+                    return Ok(TERMINATED);
+                }
                 event = keys.next() => match event {
                     Some(Ok(Event::Key(key))) => app.input(Input::Key(key), now),
                     Some(Ok(Event::Paste(text))) => app.input(Input::Paste(text), now),
@@ -133,7 +159,7 @@ impl Driver {
                     // The terminal is gone: nobody is left to answer or to watch.
                     Some(Err(_)) | None => {
                         self.end().await;
-                        return Ok(());
+                        return Ok(HANGUP);
                     }
                 },
                 Some(question) = questions.recv() => app.input(Input::Asked(question), now),
@@ -145,6 +171,24 @@ impl Driver {
                     }
                     effects
                 }
+                problems = async {
+                    match mcp.as_mut() {
+                        Some(ready) => ready.await.unwrap_or_default(),
+                        None => std::future::pending().await,
+                    }
+                }, if mcp.is_some() => {
+                    mcp = None;
+                    let mut effects = Vec::new();
+                    for problem in problems {
+                        let line = format!("warning: {}", SafeText::plain(&problem));
+                        effects.extend(app.input(Input::Notice(line), now));
+                    }
+                    self.mcp_ready = true;
+                    for message in std::mem::take(&mut self.deferred) {
+                        effects.push(Effect::Send(message));
+                    }
+                    effects
+                }
                 _ = tick.tick(), if app.running() => Vec::new(),
             };
             for effect in effects {
@@ -152,10 +196,24 @@ impl Driver {
             }
             if app.quitting() {
                 self.end().await;
-                return Ok(());
+                return Ok(0);
             }
             self.frame(app, screen)?;
         }
+    }
+
+    /// Waits for the configured MCP servers in the background; `None` when there are none
+    /// to wait for.
+    fn mcp_start(&mut self) -> Option<oneshot::Receiver<Vec<String>>> {
+        let Some(host) = self.services.scope.get::<dyn McpToolHost>() else {
+            self.mcp_ready = true;
+            return None;
+        };
+        let (done, ready) = oneshot::channel();
+        tokio::spawn(async move {
+            let _ = done.send(host.ready().await);
+        });
+        Some(ready)
     }
 
     /// Draws one frame: finished lines to the scrollback, then the viewport.
@@ -184,6 +242,7 @@ impl Driver {
 
     async fn carry_out(&mut self, effect: Effect, app: &mut App) {
         match effect {
+            Effect::Send(message) if !self.mcp_ready => self.deferred.push(message),
             Effect::Send(message) => match self.ensure().await {
                 Ok(handle) => {
                     let ticket = handle.agent().send(message);

@@ -112,9 +112,18 @@ pub enum TuiError {
     Service(String),
 }
 
-/// Runs an interactive session on the terminal until the user quits; the last session shown,
-/// when one was opened.
-pub async fn run(launch: Launch) -> Result<Option<SessionId>, TuiError> {
+/// How an interactive session ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// The last session shown, when one was opened.
+    pub session: Option<SessionId>,
+    /// The exit status: 0 when the user quit, 129 when the terminal hung up, 143 on SIGTERM.
+    pub status: u8,
+}
+
+/// Runs an interactive session on the terminal until the user quits, the terminal goes away
+/// or dsh is told to end.
+pub async fn run(launch: Launch) -> Result<Finished, TuiError> {
     let scope = launch.scope.clone();
     let missing = |what: &str, e: dsh_kernel::KernelError| {
         TuiError::Service(format!("no {what} in the runtime: {e}"))
@@ -182,6 +191,8 @@ pub async fn run(launch: Launch) -> Result<Option<SessionId>, TuiError> {
     }
     let ran = driver.run(&mut app, &mut screen, inputs, questions).await;
     screen.restore()?;
-    ran?;
-    Ok(driver.last_session())
+    Ok(Finished {
+        session: driver.last_session(),
+        status: ran?,
+    })
 }

@@ -66,7 +66,7 @@ impl App {
             self.last_interrupt = None;
             return;
         }
-        self.hint = Some("Ctrl-C again to quit (or Ctrl-D)".into());
+        self.hint = Some(super::QUIT_HINT.into());
     }
 
     /// Esc: closes a list; otherwise cancels the turn.

@@ -187,6 +187,19 @@ fn esc_and_ctrl_c_reach_the_turn_even_while_a_question_is_asked() {
 }
 
 #[test]
+fn a_second_ctrl_c_quits_even_when_the_cancel_ended_the_turn_between_them() {
+    let mut app = app();
+    let now = Instant::now();
+    type_text(&mut app, "go", now);
+    app.input(key(KeyCode::Enter), now);
+    app.input(ctrl('c'), now);
+    app.input(ended(), now);
+    assert!(drawn(&app, 60, now).contains("Ctrl-C again to quit (or Ctrl-D)"));
+    let effects = app.input(ctrl('c'), now + Duration::from_millis(300));
+    assert!(matches!(&effects[..], [Effect::Quit]), "{effects:?}");
+}
+
+#[test]
 fn ctrl_d_quits_only_on_an_empty_composer_and_ctrl_c_clears_first() {
     let mut app = app();
     let now = Instant::now();
