@@ -306,13 +306,19 @@ fn a_resize_mid_stream_reflows_what_follows() {
             .any(|l| l.starts_with("────") && l.chars().count() == 40)
     });
     release.notify_one();
-    let screen = tui.wait_for("end");
+    let screen = tui.wait_until("the answer, then the composer", |s| {
+        s.contains("end") && s.lines().any(|l| l.trim_end() == "›")
+    });
     for line in screen.lines() {
         assert!(
             line.chars().count() <= 40,
             "{line:?} is wider than the terminal"
         );
     }
+    // What was written before the resize is still there, and no piece of the old frame.
+    assert!(screen.contains("› talk"), "{screen}");
+    let rules = screen.lines().filter(|l| l.starts_with("───")).count();
+    assert_eq!(rules, 1, "{screen}");
     tui.keys(b"\x04");
     assert_eq!(tui.exit().0, 0);
     census(&marker);

@@ -1,7 +1,8 @@
 //! The loop that runs an interactive session: keys from the terminal, view events from the
 //! session, questions from the gate, and the app's effects carried out on the agent.
 //!
-//! Keys come first: the `select!` is biased towards the keyboard, and view events are taken
+//! Keys come first: the `select!` is biased towards the keyboard (after the signals that end
+//! it), and view events are taken
 //! in batches (all that arrived) before one frame is drawn, so a keystroke never waits
 //! behind a stream. Nothing is drawn without a cause: a key, an event, a resize, or a
 //! spinner tick while a turn runs (ten a second).
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event, EventStream};
+use crossterm::event::Event;
 use dsh_agent::{
     AgentHandle, AgentRegistry, CancelCause, ConfigChange, ConfigOrigin, CreateAgent, MessageId,
     ResumeAgent, TurnOutcome, TurnTicket, UserMessage,
@@ -21,12 +22,12 @@ use dsh_session::{Failure, Interest, ListQuery, SessionId, SessionPersistence, S
 use dsh_tools::safe_text::SafeText;
 use dsh_tools::{ApprovalGate, McpToolHost, ToolRegistry};
 use dsh_view::Projector;
-use futures::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::app::{App, Effect, Input};
 use crate::gate::{Gate, Question};
+use crate::keyboard::Read;
 use crate::observer::Observer;
 use crate::status::Status;
 use crate::terminal::Screen;
@@ -127,7 +128,7 @@ impl Driver {
         mut inputs: mpsc::UnboundedReceiver<Input>,
         mut questions: mpsc::UnboundedReceiver<Question>,
     ) -> std::io::Result<u8> {
-        let mut keys = EventStream::new();
+        let mut keys = crate::keyboard::start()?;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut mcp = self.mcp_start();
@@ -148,16 +149,16 @@ impl Driver {
                     self.end().await;
                     return Ok(TERMINATED);
                 }
-                event = keys.next() => match event {
-                    Some(Ok(Event::Key(key))) => app.input(Input::Key(key), now),
-                    Some(Ok(Event::Paste(text))) => app.input(Input::Paste(text), now),
-                    Some(Ok(Event::Resize(..))) => {
-                        screen.resized()?;
+                read = keys.recv() => match read {
+                    Some(Read::Event(Event::Key(key))) => app.input(Input::Key(key), now),
+                    Some(Read::Event(Event::Paste(text))) => app.input(Input::Paste(text), now),
+                    Some(Read::Event(_)) => continue,
+                    Some(Read::Resized(resize)) => {
+                        screen.resized(resize.cursor().await)?;
                         Vec::new()
                     }
-                    Some(Ok(_)) => continue,
                     // The terminal is gone: nobody is left to answer or to watch.
-                    Some(Err(_)) | None => {
+                    None => {
                         self.end().await;
                         return Ok(HANGUP);
                     }
@@ -218,6 +219,10 @@ impl Driver {
 
     /// Draws one frame: finished lines to the scrollback, then the viewport.
     pub(crate) fn frame(&self, app: &mut App, screen: &mut Screen) -> std::io::Result<()> {
+        if screen.resize_pending()? {
+            // The resize's own event draws, once the viewport was found again.
+            return Ok(());
+        }
         let now = Instant::now();
         let (width, rows) = screen.size()?;
         let lines = app.take_scrollback();

@@ -31,6 +31,7 @@ mod driver;
 mod gate;
 mod grant;
 mod history;
+mod keyboard;
 mod markdown;
 mod menu;
 mod observer;

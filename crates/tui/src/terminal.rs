@@ -4,9 +4,10 @@
 //! ratatui anchors an inline viewport where the cursor is and keeps its height; dsh's
 //! viewport grows and shrinks with what is live (a question, a tall prompt), so the terminal
 //! is rebuilt at the same top whenever the height changes. ratatui finds the top by asking
-//! the terminal for the cursor (a round trip that cannot share the keyboard with the async
-//! event stream), so the backend answers from the position it last set: asked once, at the
-//! start, before the event stream exists.
+//! the terminal for the cursor (a round trip only the keyboard thread may make), so the
+//! backend answers from the position it last set: asked once, at the start, before the
+//! keyboard thread exists. The backend also reports the size the viewport was built for, so
+//! a resize is handled by the loop, never by ratatui in the middle of a frame.
 //!
 //! The [`Screen`] restores the terminal when dropped, which also runs on a panic's unwind;
 //! a panic hook leaves raw mode first so its message is readable.
@@ -31,10 +32,15 @@ fn stdout() -> Stdout {
     io::stdout()
 }
 
-/// The crossterm backend, with the cursor answered from where it was last put.
+/// The crossterm backend, with the cursor answered from where it was last put, and the
+/// size the viewport was built for: ratatui never sees the terminal change size under it.
+/// (On its own it would find out in the middle of a frame, and on a narrower screen it
+/// clears the whole screen, the visible transcript with it.) A resize is the loop's to
+/// handle, once the terminal said where its cursor went.
 struct Tracked {
     inner: CrosstermBackend<Stdout>,
     cursor: Position,
+    size: Size,
 }
 
 impl Backend for Tracked {
@@ -78,7 +84,7 @@ impl Backend for Tracked {
     }
 
     fn size(&self) -> io::Result<Size> {
-        self.inner.size()
+        Ok(self.size)
     }
 
     fn window_size(&mut self) -> io::Result<WindowSize> {
@@ -103,6 +109,9 @@ pub struct Screen {
     terminal: Terminal<Tracked>,
     height: u16,
     restored: bool,
+    /// The last frame: its width, and how wide each of its rows above the cursor's was
+    /// drawn (what a terminal that rewraps lines on a resize rewraps).
+    drawn: (u16, Vec<u16>),
 }
 
 impl Screen {
@@ -136,13 +145,20 @@ impl Screen {
             terminal,
             height: 1,
             restored: false,
+            drawn: (0, Vec::new()),
         })
     }
 
     /// The terminal's size: columns, rows.
     pub fn size(&self) -> io::Result<(u16, u16)> {
-        let size = self.terminal.backend().size()?;
-        Ok((size.width, size.height))
+        terminal::size()
+    }
+
+    /// Whether the terminal changed size since the viewport was built: nothing is drawn
+    /// until the resize was handled, so no frame is laid out for a width that is gone.
+    pub fn resize_pending(&self) -> io::Result<bool> {
+        let built = self.terminal.backend().size;
+        Ok(self.size()? != (built.width, built.height))
     }
 
     /// The viewport's top row.
@@ -169,13 +185,39 @@ impl Screen {
         Ok(())
     }
 
-    /// The terminal was resized: what the viewport showed is cleared and it is rebuilt, so
-    /// the next frame lays out for the new width. Lines already in the scrollback stay.
-    pub fn resized(&mut self) -> io::Result<()> {
-        let (_, rows) = self.size()?;
-        let top = self.top().min(rows.saturating_sub(1));
+    /// The terminal was resized: the viewport is found again and rebuilt there, so the
+    /// next frame lays out for the new size.
+    ///
+    /// A terminal may rewrap its lines on a resize, pull its history back onto a taller
+    /// screen or push lines into it, and the cursor moves with them; so `cursor` is where
+    /// the terminal said its cursor is after the resize, and the viewport's top is the
+    /// cursor's row less the rows of the frame above it. On a narrower screen, a terminal
+    /// that rewraps turned each of those rows wider than the screen into several, and the
+    /// top goes up by as many, so no piece of the old frame is left above the new one.
+    pub fn resized(&mut self, cursor: Option<(u16, u16)>) -> io::Result<()> {
+        let (width, rows) = self.size()?;
+        let old_top = self.top();
+        let offset = self.terminal.backend().cursor.y.saturating_sub(old_top);
+        let top = match cursor {
+            Some((_, row)) => {
+                let (drawn_width, above) = &self.drawn;
+                let rewrapped: u16 = match width < *drawn_width && rewraps() {
+                    true => above
+                        .iter()
+                        .map(|&len| len.saturating_sub(1) / width.max(1))
+                        .sum(),
+                    false => 0,
+                };
+                tracing::debug!(row, offset, rewrapped, old_top, width, rows, "a resize");
+                row.saturating_sub(offset + rewrapped)
+            }
+            None => {
+                tracing::debug!("the cursor was not reported after a resize");
+                old_top
+            }
+        };
         let height = self.height.min(rows.max(1));
-        self.rebuild(top, height)
+        self.rebuild(top.min(rows.saturating_sub(1)), height)
     }
 
     /// Writes `lines` above the viewport, into the scrollback, wrapped at the width.
@@ -195,12 +237,30 @@ impl Screen {
         &mut self,
         draw: impl FnOnce(Rect, &mut ratatui::buffer::Buffer) -> Option<Position>,
     ) -> io::Result<()> {
-        self.terminal.draw(|frame| {
+        let mut shown = true;
+        let mut above = Vec::new();
+        let frame = self.terminal.draw(|frame| {
             let area = frame.area();
-            if let Some(cursor) = draw(area, frame.buffer_mut()) {
-                frame.set_cursor_position(cursor);
+            let cursor = draw(area, frame.buffer_mut());
+            let until = cursor.map_or(area.y, |c| c.y);
+            above = (area.y..until)
+                .map(|y| drawn_width(frame.buffer_mut(), area, y))
+                .collect();
+            match cursor {
+                Some(cursor) => frame.set_cursor_position(cursor),
+                None => shown = false,
             }
         })?;
+        self.drawn = (frame.area.width, above);
+        let top = frame.area.y;
+        if !shown {
+            // A hidden cursor is still put where the backend says it is, so that the
+            // position a resize starts from is true.
+            self.terminal
+                .backend_mut()
+                .set_cursor_position(Position::new(0, top))?;
+            Backend::flush(self.terminal.backend_mut())?;
+        }
         Ok(())
     }
 
@@ -227,12 +287,44 @@ impl Drop for Screen {
     }
 }
 
+/// Whether the terminal rewraps its lines when it gets narrower, as tmux, the VTE
+/// terminals (GNOME Terminal, Tilix), kitty, WezTerm, iTerm2, Terminal.app, Alacritty,
+/// Konsole, Windows Terminal and xterm.js (VS Code) do; xterm and the Linux console cut
+/// them. Only a terminal known to rewrap is treated as one: taken for one, a terminal that
+/// cuts would have its last lines above the frame overwritten, while the other mistake only
+/// leaves a piece of the old frame.
+fn rewraps() -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let program = std::env::var("TERM_PROGRAM").unwrap_or_default();
+    [
+        "TMUX",
+        "VTE_VERSION",
+        "KITTY_WINDOW_ID",
+        "WEZTERM_EXECUTABLE",
+        "ALACRITTY_WINDOW_ID",
+        "KONSOLE_VERSION",
+        "WT_SESSION",
+    ]
+    .iter()
+    .any(|name| set(name))
+        || ["iTerm.app", "Apple_Terminal", "WezTerm", "vscode", "tmux"].contains(&program.as_str())
+}
+
+/// How far row `y` of `buf` is drawn: the column after its last cell that is not blank.
+fn drawn_width(buf: &ratatui::buffer::Buffer, area: Rect, y: u16) -> u16 {
+    (area.x..area.x + area.width)
+        .rev()
+        .find(|&x| buf.cell((x, y)).is_some_and(|c| c.symbol() != " "))
+        .map_or(0, |x| x + 1 - area.x)
+}
+
 fn build(cursor: Position, height: u16) -> io::Result<Terminal<Tracked>> {
-    let backend = Tracked {
+    let (width, rows) = terminal::size()?;
+    let mut backend = Tracked {
         inner: CrosstermBackend::new(stdout()),
         cursor,
+        size: Size::new(width, rows),
     };
-    let mut backend = backend;
     backend.inner.set_cursor_position(cursor)?;
     Terminal::with_options(
         backend,
