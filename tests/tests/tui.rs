@@ -526,3 +526,37 @@ fn quitting_before_any_prompt_stores_no_session() {
     assert!(sandbox.logs().is_empty(), "{:?}", sandbox.logs());
     census(&marker);
 }
+
+#[test]
+fn no_color_keeps_colours_off_the_terminal() {
+    let model = Model::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": "exit 3"})),
+        MockResponse::text("# Heading\nsome `code`"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("nocolor");
+    let base = model.server.base_url();
+    let tui = Tui::start(
+        &sandbox,
+        &["--base-url", &base, "--model", "m", "--permission", "allow"],
+        &[
+            ("DSH_API_KEY_ENV", ""),
+            ("DSH_TUI_MARK", &marker),
+            ("NO_COLOR", "1"),
+        ],
+        ROWS,
+        COLS,
+    );
+    tui.wait_for("› ");
+    tui.line("go");
+    tui.wait_for("some code");
+    let raw = String::from_utf8_lossy(&tui.raw()).to_string();
+    // Foreground colours are SGR 30-37, 90-97 or 38;…: none is written.
+    for colour in ["\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m", "\x1b[38;"] {
+        assert!(!raw.contains(colour), "{colour:?} was written");
+    }
+    assert!(tui.screen().contains("✗ exit 3"), "{}", tui.screen());
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}

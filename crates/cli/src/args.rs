@@ -15,7 +15,12 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("DSH_GIT
 /// dsh: a model in a loop with bash, every session kept as a durable log. Without a command,
 /// an interactive session on the terminal.
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version = VERSION, about, long_about = None)]
+#[command(
+    name = "dsh",
+    version = VERSION,
+    about = "An agent harness: a model in a loop with tools, every session kept as a durable log.\nWithout a command, dsh opens an interactive session on this terminal (dsh -c continues the newest one here).",
+    long_about = None
+)]
 pub struct Cli {
     /// Options every command shares.
     #[command(flatten)]

@@ -144,7 +144,12 @@ impl App {
         let mut cursor = (2u16, 0u16);
         let bold = Style::new().add_modifier(Modifier::BOLD);
         for (i, line) in self.composer.lines().iter().enumerate() {
-            let chars: Vec<char> = line.chars().collect();
+            // What was typed or pasted is shown, never obeyed: a control character (an
+            // escape in a paste) shows as a replacement mark.
+            let chars: Vec<char> = line
+                .chars()
+                .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+                .collect();
             let mut chunks: Vec<String> = chars.chunks(room).map(|c| c.iter().collect()).collect();
             if chunks.is_empty() || (i == row && col == chars.len() && col % room == 0 && col > 0) {
                 chunks.push(String::new());

@@ -11,6 +11,7 @@ use dsh_tools::safe_text::SafeText;
 
 use super::{App, Effect, Pick, Popup};
 use crate::menu::{Entry, Menu};
+use crate::transcript::prompt_lines;
 
 /// The front end's own commands, with what the menu says of them.
 const OWN: &[(&str, &str)] = &[
@@ -75,6 +76,13 @@ impl App {
             Some((name, argument)) => (name, argument.trim()),
             None => (rest.trim_end(), ""),
         };
+        // The scrollback says what was asked: a command of the front end's, or a compaction
+        // (a command that sends a prompt shows itself as the prompt it sends).
+        if OWN.iter().any(|(own, _)| *own == name) || name == "exit" || name == "compact" {
+            self.collect();
+            self.scrollback
+                .extend(prompt_lines(&SafeText::plain(text.trim())));
+        }
         match (name, argument) {
             ("help", _) => {
                 for line in KEYS {

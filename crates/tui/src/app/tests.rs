@@ -315,6 +315,10 @@ fn hostile_text_never_reaches_the_viewport_raw() {
         !shown.contains('\x1b') && !shown.contains('\x07'),
         "{shown:?}"
     );
+    // A paste still in the composer shows its control characters as marks.
+    app.input(Input::Paste("x\x1b[2Jy".into()), now);
+    let shown = drawn(&app, 80, now);
+    assert!(shown.contains("x\u{fffd}[2Jy"), "{shown:?}");
 }
 
 #[test]
