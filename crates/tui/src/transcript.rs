@@ -31,6 +31,19 @@ const KEPT_DIFF: usize = 40;
 /// megabyte without a line break must not make each frame lay it all out.
 const LIVE_CHARS: usize = 2000;
 
+/// `line` cut to `width` characters, an ellipsis marking the cut.
+fn cut(line: &str, width: usize) -> String {
+    match line.chars().count() > width {
+        true => {
+            line.chars()
+                .take(width.saturating_sub(1))
+                .collect::<String>()
+                + "…"
+        }
+        false => line.to_owned(),
+    }
+}
+
 /// The end of an unfinished line, as much as the viewport shows.
 fn tail(line: &str) -> String {
     let count = line.chars().count();
@@ -101,8 +114,9 @@ impl Transcript {
     }
 
     /// What is still changing: the reasoning's and the answer's unfinished lines, and each
-    /// running call with the last lines of its output.
-    pub fn live(&self) -> Vec<Line<'static>> {
+    /// running call with the last lines of its output, each cut to `width` columns (a
+    /// command's lines are a glance at its progress: wrapped, they would crowd the screen).
+    pub fn live(&self, width: u16) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         if !self.reasoning.is_empty() {
             lines.push(Line::styled(tail(&self.reasoning), self.palette.dim()));
@@ -117,7 +131,8 @@ impl Transcript {
             ]));
             let partial = (!running.partial.is_empty()).then_some(&running.partial);
             for line in running.tail.iter().chain(partial) {
-                lines.push(Line::styled(format!("  {line}"), self.palette.dim()));
+                let line = cut(&format!("  {line}"), usize::from(width));
+                lines.push(Line::styled(line, self.palette.dim()));
             }
         }
         lines
@@ -412,4 +427,4 @@ impl Running {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

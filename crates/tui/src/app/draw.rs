@@ -78,7 +78,7 @@ impl App {
     }
 
     fn layout(&self, width: u16, now: Instant) -> Layout {
-        let mut top = self.transcript.live();
+        let mut top = self.transcript.live(width);
         for (_, display) in &self.queued {
             let first = display.lines().next().unwrap_or_default();
             top.push(Line::styled(

@@ -372,4 +372,28 @@ fn viewports_at_40_and_120_columns() {
     type_text(&mut menu, "/", now);
     insta::assert_snapshot!("menu_40", drawn(&menu, 40, now));
     insta::assert_snapshot!("menu_120", drawn(&menu, 120, now));
+    // A running command: its card, and the last lines of its output under it.
+    let mut running = app();
+    type_text(&mut running, "build it", now);
+    running.input(key(KeyCode::Enter), now);
+    let card = crate::transcript::tests::card(
+        "c1",
+        "cargo build --workspace --all-targets",
+        crate::transcript::tests::terminal("cargo build --workspace --all-targets"),
+    );
+    running.input(view(Shown::CallOpened(card)), now);
+    let output = (1..=8)
+        .map(|i| format!("   Compiling crate-number-{i} v0.1.0 (/home/user/src/project/crates/crate-number-{i})\n"))
+        .collect::<String>();
+    running.input(
+        view(Shown::CallOutput {
+            card: "c1".into(),
+            call_id: "c1".into(),
+            output: output + "   Building [=====>    ] 9/14",
+        }),
+        now,
+    );
+    let later = now + Duration::from_secs(7);
+    insta::assert_snapshot!("running_card_40", drawn(&running, 40, later));
+    insta::assert_snapshot!("running_card_120", drawn(&running, 120, later));
 }

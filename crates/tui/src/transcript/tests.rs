@@ -17,7 +17,7 @@ fn text(lines: &[Line<'_>]) -> Vec<String> {
         .collect()
 }
 
-fn card(id: &str, title: &str, look: Look) -> Arc<Card> {
+pub(crate) fn card(id: &str, title: &str, look: Look) -> Arc<Card> {
     Arc::new(Card {
         id: id.into(),
         call: dsh_session::ToolCallRecord {
@@ -37,7 +37,7 @@ fn card(id: &str, title: &str, look: Look) -> Arc<Card> {
     })
 }
 
-fn terminal(command: &str) -> Look {
+pub(crate) fn terminal(command: &str) -> Look {
     Look::Terminal {
         command: command.into(),
         description: None,
@@ -53,7 +53,7 @@ fn streamed_markdown_is_finished_line_by_line_and_the_rest_stays_live() {
     }
     assert_eq!(text(&transcript.take_finished()), ["Title", "• one"]);
     assert_eq!(
-        text(&transcript.live()),
+        text(&transcript.live(200)),
         ["- two"],
         "an unfinished line is live"
     );
@@ -63,7 +63,7 @@ fn streamed_markdown_is_finished_line_by_line_and_the_rest_stays_live() {
         answered: true,
     });
     assert_eq!(text(&transcript.take_finished()), ["• two"]);
-    assert!(transcript.live().is_empty());
+    assert!(transcript.live(200).is_empty());
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn a_command_runs_live_then_is_kept_with_its_status_and_last_lines() {
         });
     }
     assert_eq!(
-        text(&transcript.live()),
+        text(&transcript.live(200)),
         ["▸ make test", "  building", "  99%"],
         "a progress counter shows its last state"
     );
@@ -97,7 +97,7 @@ fn a_command_runs_live_then_is_kept_with_its_status_and_last_lines() {
         },
         elapsed_ms: Some(10),
     }));
-    assert!(transcript.live().is_empty());
+    assert!(transcript.live(200).is_empty());
     assert_eq!(
         text(&transcript.take_finished()),
         ["✗ make test", "  building", "  FAILED: 2 tests", "  exit 2"]
@@ -155,7 +155,7 @@ fn hostile_output_never_reaches_the_terminal_raw() {
         call_id: "h1".into(),
         output: hostile.into(),
     });
-    let live = text(&transcript.live());
+    let live = text(&transcript.live(200));
     transcript.show(Shown::CallClosed(Closed {
         card: running,
         end: CardEnd::Failed {
