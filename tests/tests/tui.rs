@@ -207,7 +207,7 @@ fn esc_mid_command_cancels_the_turn_and_keeps_the_partial_output() {
     tui.wait_for("  started");
     tui.keys(b"\x1b");
     let screen = tui.wait_until("the turn ended, its spinner gone", |s| {
-        s.contains("[aborted]") && !s.contains("esc to interrupt")
+        s.contains("[cancelled]") && !s.contains("esc to interrupt")
     });
     assert!(screen.contains("  started"), "{screen}");
     // The session goes on.
@@ -556,6 +556,30 @@ fn no_color_keeps_colours_off_the_terminal() {
         assert!(!raw.contains(colour), "{colour:?} was written");
     }
     assert!(tui.screen().contains("✗ exit 3"), "{}", tui.screen());
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn a_retry_is_said_by_the_spinner_and_a_refused_key_says_where_the_key_comes_from() {
+    let model = Model::start(vec![
+        MockResponse::status(429)
+            .header("retry-after", "3")
+            .body(r#"{"error":{"message":"slow down"}}"#),
+        MockResponse::text("after the retry"),
+        MockResponse::status(401).body(r#"{"error":{"message":"bad key"}}"#),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("retry");
+    let tui = dsh(&sandbox, &model, &[], &marker);
+    tui.wait_for("› ");
+    tui.line("first");
+    tui.wait_for("server busy (HTTP 429) — retrying in");
+    tui.wait_for("after the retry");
+    tui.line("second");
+    let screen = tui.wait_for("dsh sent no key to 127.0.0.1: api_key_env is empty");
+    assert!(screen.contains("bad key (auth)"), "{screen}");
     tui.keys(b"\x04");
     assert_eq!(tui.exit().0, 0);
     census(&marker);

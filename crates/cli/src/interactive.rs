@@ -120,6 +120,7 @@ async fn open(
         user_commands: settings.user_commands(),
         prices: settings.prices.clone(),
         window: Some(settings.context_window.value.get()),
+        auth_hint: Some(crate::model::auth_hint(settings)),
     };
     dsh_tui::run(launch)
         .await

@@ -62,6 +62,8 @@ pub enum Input {
     Files(Vec<String>),
     /// A line of dsh's own to show (safe text): a notice, an error.
     Notice(String),
+    /// A model request failed and is retried: what the spinner says until it answers.
+    Retrying(String),
     /// Another session is now shown (`/new`, `/resume`): its model and mode.
     Switched {
         /// What the status line says now.
@@ -158,6 +160,8 @@ pub struct App {
     scrollback: Vec<Line<'static>>,
     tally: Tally,
     quit: bool,
+    /// What to say when the server refuses the key (safe text).
+    auth_hint: Option<String>,
 }
 
 /// What a first Ctrl-C with nothing to cancel says.
@@ -222,7 +226,14 @@ impl App {
             scrollback: Vec::new(),
             tally: Tally::default(),
             quit: false,
+            auth_hint: None,
         }
+    }
+
+    /// What to say when the server refuses the key: where the key is read from.
+    pub fn with_auth_hint(mut self, hint: String) -> App {
+        self.auth_hint = Some(SafeText::plain(&hint));
+        self
     }
 
     /// Takes one input at `now`; the effects to carry out, in order.
@@ -286,6 +297,11 @@ impl App {
                 self.follow_cursor(&mut effects);
             }
             Input::Notice(line) => self.say(&line),
+            Input::Retrying(line) => {
+                if let Some(turn) = &mut self.turn {
+                    turn.doing = SafeText::plain(&line);
+                }
+            }
             Input::Switched { status } => {
                 self.status = status;
                 self.transcript = Transcript::new(self.palette);
@@ -379,16 +395,14 @@ impl App {
                 );
                 self.error(&line);
             }
+            // The transcript said why the turn ended; a refused key also says what to do.
             TurnOutcome::Ended {
                 reason: TurnEndReason::Error { failure },
                 ..
-            } => {
-                let line = format!(
-                    "error: {} ({})",
-                    SafeText::plain(&failure.message),
-                    SafeText::plain(&failure.code)
-                );
-                self.error(&line);
+            } if failure.code == "auth" => {
+                if let Some(hint) = self.auth_hint.clone() {
+                    self.say(&hint);
+                }
             }
             TurnOutcome::Ended { .. } | TurnOutcome::Discarded { .. } => {}
         }

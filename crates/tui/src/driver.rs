@@ -17,7 +17,7 @@ use dsh_agent::{
     ResumeAgent, TurnOutcome, TurnTicket, UserMessage,
 };
 use dsh_kernel::{CancellationToken, Scope};
-use dsh_llm::{Model, Prices};
+use dsh_llm::{Model, Prices, RetryNotice};
 use dsh_session::{Failure, Interest, ListQuery, SessionId, SessionPersistence, SessionStore};
 use dsh_tools::safe_text::SafeText;
 use dsh_tools::{ApprovalGate, McpToolHost, ToolRegistry};
@@ -77,6 +77,8 @@ pub(crate) struct Driver {
     pending: Vec<ConfigChange>,
     /// The last session shown, for the words after the end.
     last: Option<SessionId>,
+    /// The id of the session shown, for the retry notices of its requests.
+    shown: Arc<parking_lot::Mutex<Option<String>>>,
     /// The configured MCP servers have started (or failed): the first request offers their
     /// tools, so prompts sent before wait for them.
     mcp_ready: bool,
@@ -91,6 +93,18 @@ impl Driver {
         opening: Opening,
         feed: mpsc::UnboundedSender<Input>,
     ) -> Driver {
+        let shown = Arc::new(parking_lot::Mutex::new(None::<String>));
+        // A request's retries, as they happen: the spinner says why nothing streams.
+        let retries = feed.clone();
+        let this = shown.clone();
+        let listening = services.scope.on(move |notice: &RetryNotice| {
+            if notice.session_id.is_some() && notice.session_id == *this.lock() {
+                let _ = retries.send(Input::Retrying(notice.line()));
+            }
+        });
+        if let Err(e) = listening {
+            tracing::debug!("retries will not be shown: {e}");
+        }
         Driver {
             services,
             opening,
@@ -98,6 +112,7 @@ impl Driver {
             observer: None,
             pending: Vec::new(),
             last: None,
+            shown,
             mcp_ready: false,
             deferred: Vec::new(),
             feed,
@@ -409,6 +424,7 @@ impl Driver {
             )
             .map_err(|e| format!("cannot follow the session: {e}"))?;
         self.observer = Some(observer);
+        *self.shown.lock() = Some(agent.id().to_string());
         self.agent = Some(handle);
         Ok(())
     }

@@ -100,6 +100,8 @@ pub struct Launch {
     pub prices: Option<Prices>,
     /// The context window, for the status line before the first answer.
     pub window: Option<u64>,
+    /// What to say when the server refuses the key (where dsh reads it from).
+    pub auth_hint: Option<String>,
 }
 
 /// Why the terminal could not run.
@@ -162,6 +164,9 @@ pub async fn run(launch: Launch) -> Result<Finished, TuiError> {
         commands,
         launch.root.clone(),
     );
+    if let Some(hint) = launch.auth_hint {
+        app = app.with_auth_hint(hint);
+    }
     let now = std::time::Instant::now();
     for warning in warnings {
         app.input(

@@ -31,6 +31,32 @@ const KEPT_DIFF: usize = 40;
 /// megabyte without a line break must not make each frame lay it all out.
 const LIVE_CHARS: usize = 2000;
 
+/// What the transcript says of a turn that did not simply complete, and in what colour.
+fn ending(reason: &TurnEndReason) -> Option<(String, Color)> {
+    let said = match reason {
+        TurnEndReason::Completed => return None,
+        TurnEndReason::MaxTokens => "[stopped at the output token limit]".to_owned(),
+        TurnEndReason::MaxSteps => "[stopped at the step limit]".to_owned(),
+        TurnEndReason::RepeatedCall { tool } => format!(
+            "[stopped: the model kept repeating the same {} call]",
+            SafeText::plain(tool)
+        ),
+        TurnEndReason::Refusal => "[the model refused]".to_owned(),
+        TurnEndReason::Aborted { .. } => "[cancelled]".to_owned(),
+        TurnEndReason::Interrupted => "[interrupted]".to_owned(),
+        TurnEndReason::Unknown => "[ended]".to_owned(),
+        TurnEndReason::Error { failure } => {
+            let said = format!(
+                "error: {} ({})",
+                SafeText::plain(&failure.message),
+                SafeText::plain(&failure.code)
+            );
+            return Some((said, Color::Red));
+        }
+    };
+    Some((said, Color::Yellow))
+}
+
 /// `line` cut to `width` characters, an ellipsis marking the cut.
 fn cut(line: &str, width: usize) -> String {
     match line.chars().count() > width {
@@ -212,10 +238,9 @@ impl Transcript {
             }
             Shown::TurnEnded { reason, .. } => {
                 self.end_streams();
-                if !matches!(reason, TurnEndReason::Completed) {
-                    let line = format!("[{}]", reason.kind().replace('_', " "));
+                if let Some((line, colour)) = ending(&reason) {
                     self.finished
-                        .push(Line::styled(line, self.palette.fg(Color::Yellow)));
+                        .push(Line::styled(line, self.palette.fg(colour)));
                 }
             }
             Shown::TurnStarted { .. }

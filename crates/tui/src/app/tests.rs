@@ -341,7 +341,7 @@ fn a_cancelled_turn_keeps_what_was_shown_and_says_so() {
     );
     app.input(ended(), now);
     let lines = text(&app.take_scrollback());
-    assert_eq!(lines, ["› go", "partial answ", "[aborted]"]);
+    assert_eq!(lines, ["› go", "partial answ", "[cancelled]"]);
 }
 
 #[test]
