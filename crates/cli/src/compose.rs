@@ -83,6 +83,7 @@ async fn load_all(
     runtime
         .load(ShellLocalPlugin::new(LocalShellConfig {
             watchdog: Some(watchdog_program()),
+            sandbox_helper: Some(watchdog_program()),
             ..LocalShellConfig::default()
         }))
         .await

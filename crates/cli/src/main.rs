@@ -47,6 +47,10 @@ fn main() -> ExitCode {
     if let Some(code) = dsh_shell_local::watchdog::run_if_requested() {
         return code;
     }
+    // Started as a sandboxed command's helper: it confines itself and becomes the command.
+    if let Some(code) = dsh_shell_local::sandbox::run_if_requested() {
+        return code;
+    }
     // clap answers --help and --version before any other work.
     let cli = Cli::parse();
     if let (Some(_), Some(flag)) = (&cli.command, cli.interactive.given()) {

@@ -46,6 +46,10 @@ pub struct LocalShellConfig {
     /// [`watchdog::run_if_requested`](crate::watchdog::run_if_requested) first — the dsh
     /// binary. `None` (the default) runs without one.
     pub watchdog: Option<PathBuf>,
+    /// The program a sandboxed command starts through: a binary whose `main` calls
+    /// [`sandbox::run_if_requested`](crate::sandbox::run_if_requested) first — the dsh
+    /// binary. `None` (the default) refuses every sandboxed request.
+    pub sandbox_helper: Option<PathBuf>,
     /// Test seam: records or replaces the group signals the executor sends.
     #[doc(hidden)]
     pub signaller: Option<std::sync::Arc<dyn crate::signal::Signaller>>,
@@ -74,6 +78,7 @@ impl Default for LocalShellConfig {
             env_keep: Vec::new(),
             env_remove: Vec::new(),
             watchdog: None,
+            sandbox_helper: None,
             signaller: None,
         }
     }

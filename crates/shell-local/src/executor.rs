@@ -67,6 +67,7 @@ impl LocalShellExecutor {
             tracker: TaskTracker::new(),
             handle,
             disposed: OnceCell::new(),
+            sandbox: std::sync::OnceLock::new(),
             watchdog,
         });
         Ok(Arc::new_cyclic(|me| LocalShellExecutor {
@@ -87,6 +88,13 @@ impl LocalShellExecutor {
     /// granting a grace: for a forced teardown.
     pub async fn kill_all(&self) {
         self.inner.dispose(true).await;
+    }
+
+    /// What the kernel gives a sandboxed command here: the Landlock ABI and whether every
+    /// restriction is enforced, or why nothing can be (asked once, by starting the helper in
+    /// a process of its own).
+    pub fn sandbox_status(&self) -> Result<crate::sandbox::Achieved, String> {
+        self.inner.sandbox_status()
     }
 
     /// The spill file of a task, while it has one (for this crate's tests).
@@ -111,9 +119,16 @@ impl LocalShellExecutor {
         spawn::check_workdir(&spec)?;
         let seq = inner.lock().admit(&inner.checked.config, spec.output_cap)?;
         let marker = format!("{}.{seq}", inner.nonce);
+        let sandboxed = match inner.sandboxed(&spec.sandbox) {
+            Ok(sandboxed) => sandboxed,
+            Err(error) => {
+                inner.lock().cancel_admission(spec.output_cap);
+                return Err(error);
+            }
+        };
         // Before the spawn: a SIGKILL of dsh right after it still has the task ended.
         let watchdog = inner.watchdog();
-        let mut spawned = match spawn::spawn(&inner.checked, &spec, &marker) {
+        let mut spawned = match spawn::spawn(&inner.checked, &spec, &marker, sandboxed.as_ref()) {
             Ok(spawned) => spawned,
             Err(error) => {
                 inner.lock().cancel_admission(spec.output_cap);

@@ -40,6 +40,8 @@ pub(crate) struct Inner {
     /// first process it must cover (a task, an enrolled server), since a dsh that never runs
     /// one needs no second process.
     pub watchdog: Lazy,
+    /// What the sandbox helper can confine a command to here, asked on first need.
+    pub sandbox: std::sync::OnceLock<Result<crate::sandbox::Achieved, String>>,
 }
 
 /// The watchdog, started on first use.
@@ -64,7 +66,60 @@ impl Lazy {
     }
 }
 
+/// How a sandboxed command starts: the helper, its confinement, and the command's `TMPDIR`.
+#[derive(Debug)]
+pub(crate) struct Sandboxed {
+    pub helper: std::path::PathBuf,
+    pub confinement: crate::sandbox::Confinement,
+    pub tmp: std::path::PathBuf,
+}
+
 impl Inner {
+    /// What this machine's kernel gives the sandbox (asked once, in a process of its own).
+    pub(crate) fn sandbox_status(&self) -> Result<crate::sandbox::Achieved, String> {
+        self.sandbox
+            .get_or_init(|| match &self.checked.config.sandbox_helper {
+                Some(helper) => crate::sandbox::probe(helper),
+                None => Err("no sandbox helper is configured".into()),
+            })
+            .clone()
+    }
+
+    /// How `policy` starts a command; `None` for no sandbox. Refused when it cannot be
+    /// applied here: the command must not run less confined than asked.
+    pub(crate) fn sandboxed(
+        &self,
+        policy: &dsh_shell::SandboxPolicy,
+    ) -> Result<Option<Sandboxed>, dsh_shell::ShellError> {
+        let refused = |reason: String| dsh_shell::ShellError::Sandbox {
+            policy: policy.name(),
+            reason,
+        };
+        if matches!(policy, dsh_shell::SandboxPolicy::FullAccess) {
+            return Ok(None);
+        }
+        self.sandbox_status().map_err(refused)?;
+        let Some(helper) = self.checked.config.sandbox_helper.clone() else {
+            return Err(refused("no sandbox helper is configured".into()));
+        };
+        let spill = self
+            .spill_dir
+            .path()
+            .map_err(|e| refused(format!("its private directory cannot be made: {e}")))?;
+        let tmp = self
+            .spill_dir
+            .sandbox_tmp()
+            .map_err(|e| refused(format!("its temporary directory cannot be made: {e}")))?;
+        let Some(confinement) = crate::sandbox::Confinement::of(policy, &[spill]) else {
+            return Ok(None);
+        };
+        Ok(Some(Sandboxed {
+            helper,
+            confinement,
+            tmp,
+        }))
+    }
+
     /// The watchdog, started now if this is its first use; `None` when none is configured or
     /// it could not start (said once).
     pub(crate) fn watchdog(&self) -> Option<&Watchdog> {

@@ -19,6 +19,9 @@
 //! - A process started elsewhere and enrolled (`dsh_shell::ProcessContainment`, an MCP
 //!   server) carries a marker of this executor's family: disposal and the watchdog end it and
 //!   its escapees like a task's, and a release ends them at once.
+//! - A sandboxed request runs confined or not at all: through the sandbox helper (`sandbox`),
+//!   which confines itself with Landlock and seccomp and `exec`s the shell; when this machine
+//!   cannot confine, the request is refused with `ShellError::Sandbox`.
 //! - Each task has one async supervisor on the runtime captured at construction; the executor
 //!   holds no scope. [`LocalShellExecutor::dispose`] ends and awaits every task; dropping an
 //!   undisposed executor SIGKILLs every live group.
@@ -37,6 +40,7 @@ mod ops;
 mod output;
 mod plugin;
 mod procfs;
+pub mod sandbox;
 #[doc(hidden)]
 pub mod signal;
 mod spawn;

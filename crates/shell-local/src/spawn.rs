@@ -11,6 +11,7 @@ use tokio::process::{Child, ChildStdin, Command};
 
 use crate::config::Checked;
 use crate::escapees::{self, MARKER_VAR};
+use crate::inner::Sandboxed;
 
 /// What a spawn hands the supervisor.
 pub(crate) struct Spawned {
@@ -90,6 +91,7 @@ pub(crate) fn spawn(
     checked: &Checked,
     spec: &ShellExecSpec,
     marker: &str,
+    sandboxed: Option<&Sandboxed>,
 ) -> Result<Spawned, ShellError> {
     let failed = |source: io::Error| ShellError::Spawn {
         program: checked.shell.clone(),
@@ -100,13 +102,29 @@ pub(crate) fn spawn(
     let out = writer.into_blocking_fd().map_err(failed)?;
     let err = out.try_clone().map_err(failed)?;
 
-    let mut command = Command::new(&checked.shell);
+    // A sandboxed command starts through the helper, which confines itself and `exec`s the
+    // shell: the same pid, group and pipes as an unconfined one.
+    let mut command = match sandboxed {
+        Some(sandboxed) => {
+            let mut command = Command::new(&sandboxed.helper);
+            command
+                .args(sandboxed.confinement.args())
+                .arg(&checked.shell);
+            command
+        }
+        None => Command::new(&checked.shell),
+    };
+    let mut environment = environment(checked, spec, marker);
+    if let Some(sandboxed) = sandboxed {
+        environment.retain(|(name, _)| name != "TMPDIR");
+        environment.push(("TMPDIR".into(), sandboxed.tmp.clone().into_os_string()));
+    }
     command
         .arg("-c")
         .arg(&spec.command)
         .current_dir(&spec.workdir)
         .env_clear()
-        .envs(environment(checked, spec, marker))
+        .envs(environment)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
         } else {

@@ -30,6 +30,16 @@ impl SpillDir {
 
     /// A new spill file: exclusive create, mode 0600, unpredictable name.
     pub fn create(&self) -> std::io::Result<(File, TempPath)> {
+        let dir = self.path()?;
+        let file = tempfile::Builder::new()
+            .prefix("sh-")
+            .permissions(std::fs::Permissions::from_mode(0o600))
+            .tempfile_in(dir)?;
+        Ok(file.into_parts())
+    }
+
+    /// The directory, made now when it does not exist yet.
+    pub fn path(&self) -> std::io::Result<PathBuf> {
         if *self.closed.lock().unwrap_or_else(PoisonError::into_inner) {
             return Err(std::io::Error::other("the executor is disposed"));
         }
@@ -42,14 +52,22 @@ impl SpillDir {
             std::fs::set_permissions(made.path(), std::fs::Permissions::from_mode(0o700))?;
             *dir = Some(made);
         }
-        let Some(dir) = dir.as_ref() else {
-            return Err(std::io::Error::other("no spill directory"));
-        };
-        let file = tempfile::Builder::new()
-            .prefix("sh-")
-            .permissions(std::fs::Permissions::from_mode(0o600))
-            .tempfile_in(dir.path())?;
-        Ok(file.into_parts())
+        match dir.as_ref() {
+            Some(dir) => Ok(dir.path().to_owned()),
+            None => Err(std::io::Error::other("no spill directory")),
+        }
+    }
+
+    /// The temporary directory of sandboxed commands, inside the spill directory (which they
+    /// may write): their `TMPDIR`.
+    pub fn sandbox_tmp(&self) -> std::io::Result<PathBuf> {
+        let tmp = self.path()?.join("tmp");
+        match std::fs::create_dir(&tmp) {
+            Ok(()) => std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        Ok(tmp)
     }
 
     /// Removes the directory and every file left in it; later creates fail.

@@ -43,6 +43,14 @@ pub enum ShellError {
         #[source]
         source: std::io::Error,
     },
+    /// The sandbox the request asked for cannot be applied here: the command did not run.
+    #[error("the {policy} sandbox cannot be applied: {reason}")]
+    Sandbox {
+        /// The policy's name.
+        policy: &'static str,
+        /// Why (the kernel's answer, a missing helper).
+        reason: String,
+    },
     /// The shell could not be started.
     #[error("cannot start {}: {source}", program.display())]
     Spawn {

@@ -19,6 +19,8 @@
 //! - **Output is one merged byte stream** per task, addressed by offset; lossy text rendering
 //!   happens only at the consumer boundary, through [`text::decode_chunk`].
 //!
+//! - **A sandbox is asked for, never assumed.** Every request carries a [`SandboxPolicy`]; a
+//!   provider applies it or refuses the command, and never runs it less confined.
 //! - **Containment reaches past the executor.** A process started elsewhere (an MCP server)
 //!   is enrolled through [`ProcessContainment`] and ended, with what it started, like a task.
 //!
@@ -31,6 +33,7 @@ mod executor;
 mod id;
 mod outcome;
 mod request;
+mod sandbox;
 pub mod text;
 
 pub use containment::{Enrolment, ProcessContainment};
@@ -42,3 +45,4 @@ pub use outcome::{
     SpillStop, TaskDone, TaskInfo, TaskState,
 };
 pub use request::{MAX_COMMAND_BYTES, ResolveLimits, ShellExecRequest, ShellExecSpec, resolve};
+pub use sandbox::SandboxPolicy;

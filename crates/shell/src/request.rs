@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::error::ShellError;
+use crate::sandbox::SandboxPolicy;
 
 /// The longest command the kernel accepts as one `-c` argument.
 pub const MAX_COMMAND_BYTES: usize = 131_071;
@@ -30,6 +31,8 @@ pub struct ShellExecRequest {
     pub stdin: Option<Bytes>,
     /// Environment additions, applied last.
     pub env: BTreeMap<String, String>,
+    /// What the command may write and reach (default: no sandbox).
+    pub sandbox: SandboxPolicy,
 }
 
 impl ShellExecRequest {
@@ -82,6 +85,12 @@ impl ShellExecRequest {
         self.env.insert(key.into(), value.into());
         self
     }
+
+    /// In a sandbox.
+    pub fn sandbox(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
 }
 
 /// What `run` and `start` act on: every field explicit. No `Default`, no builder.
@@ -103,6 +112,8 @@ pub struct ShellExecSpec {
     pub stdin: Option<Bytes>,
     /// Environment additions.
     pub env: BTreeMap<String, String>,
+    /// What the command may write and reach.
+    pub sandbox: SandboxPolicy,
 }
 
 impl ShellExecSpec {
@@ -117,6 +128,7 @@ impl ShellExecSpec {
         owner: Option<String>,
         stdin: Option<Bytes>,
         env: BTreeMap<String, String>,
+        sandbox: SandboxPolicy,
     ) -> ShellExecSpec {
         ShellExecSpec {
             command,
@@ -127,6 +139,7 @@ impl ShellExecSpec {
             owner,
             stdin,
             env,
+            sandbox,
         }
     }
 
@@ -214,6 +227,25 @@ pub fn resolve(
             ));
         }
     }
+    let sandbox = match request.sandbox {
+        SandboxPolicy::WorkspaceWrite { writable, network } => {
+            let mut joined = Vec::with_capacity(writable.len());
+            for dir in writable {
+                if dir.as_os_str().as_encoded_bytes().contains(&0) {
+                    return Err(invalid(
+                        "sandbox",
+                        "a writable directory contains a NUL byte",
+                    ));
+                }
+                joined.push(lexical_join(&limits.default_workdir, &dir));
+            }
+            SandboxPolicy::WorkspaceWrite {
+                writable: joined,
+                network,
+            }
+        }
+        policy @ (SandboxPolicy::ReadOnly | SandboxPolicy::FullAccess) => policy,
+    };
     Ok(ShellExecSpec {
         command: request.command,
         workdir,
@@ -223,6 +255,7 @@ pub fn resolve(
         owner: request.owner,
         stdin: request.stdin,
         env: request.env,
+        sandbox,
     })
 }
 

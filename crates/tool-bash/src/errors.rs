@@ -68,6 +68,7 @@ pub fn task_error(raw_id: &str, error: ShellError) -> ToolError {
         | ShellError::AlreadyFinished { .. }
         | ShellError::BadCwd { .. }
         | ShellError::Spawn { .. }
+        | ShellError::Sandbox { .. }
         | ShellError::TooManyTasks { .. }
         | ShellError::OutputBudget { .. } => not_found(raw_id),
     }
@@ -84,6 +85,8 @@ pub fn start_error(error: ShellError) -> ToolError {
             SPAWN_FAILED,
             format!("failed to start {}: {source}", program.display()),
         ),
+        // The command did not run: the sandbox it was to run in cannot be applied here.
+        sandbox @ ShellError::Sandbox { .. } => ToolError::new(SPAWN_FAILED, sandbox.to_string()),
         ShellError::TooManyTasks { limit } => ToolError::new(
             TOO_MANY_TASKS,
             format!(

@@ -126,6 +126,7 @@ async fn a_hand_built_spec_is_used_exactly_as_given() {
         None,
         None,
         BTreeMap::new(),
+        dsh_shell::SandboxPolicy::FullAccess,
     );
     let out = exec.run(spec).await.unwrap();
     assert_eq!(&out.tail[..], b"6789abcdef");

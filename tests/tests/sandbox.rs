@@ -1,0 +1,194 @@
+//! The shell's sandbox on this machine's kernel: commands started through the dsh binary as
+//! the sandbox helper are confined by Landlock and seccomp, keep the executor's process
+//! handling, and are refused (never run unconfined) when the kernel cannot confine them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_shell::{SandboxPolicy, ShellError, ShellExecRequest, ShellExecutor};
+use dsh_shell_local::{LocalShellConfig, LocalShellExecutor, sandbox};
+
+/// An executor whose sandbox helper (and watchdog) is the built dsh binary.
+fn executor() -> Arc<LocalShellExecutor> {
+    LocalShellExecutor::new(LocalShellConfig {
+        sandbox_helper: Some(dsh_e2e::binary().to_path_buf()),
+        watchdog: Some(dsh_e2e::binary().to_path_buf()),
+        ..LocalShellConfig::default()
+    })
+    .unwrap()
+}
+
+fn workspace(dir: &Path, network: bool) -> SandboxPolicy {
+    SandboxPolicy::WorkspaceWrite {
+        writable: vec![dir.to_path_buf()],
+        network,
+    }
+}
+
+async fn run(
+    exec: &LocalShellExecutor,
+    dir: &Path,
+    policy: SandboxPolicy,
+    command: &str,
+) -> (i32, String) {
+    let spec = exec
+        .resolve(ShellExecRequest::new(command).workdir(dir).sandbox(policy))
+        .unwrap();
+    let out = exec.run(spec).await.unwrap();
+    (
+        out.exit.code.unwrap_or(-1),
+        String::from_utf8_lossy(&out.tail).into_owned(),
+    )
+}
+
+#[test]
+fn the_probe_reports_the_kernel_s_landlock() {
+    let achieved = sandbox::probe(dsh_e2e::binary()).unwrap();
+    assert!(achieved.abi >= 1, "{achieved:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_write_confines_writes_to_the_project_and_reads_stay_open() {
+    let root = tempfile::tempdir().unwrap();
+    let project = root.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let exec = executor();
+    let policy = workspace(&project, false);
+    let (code, out) = run(&exec, &project, policy.clone(), "touch ../outside").await;
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+    assert!(!root.path().join("outside").exists());
+    let (code, out) = run(
+        &exec,
+        &project,
+        policy.clone(),
+        "echo made > inside && cat inside",
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "made\n"));
+    let (code, out) = run(
+        &exec,
+        &project,
+        policy.clone(),
+        "cat /etc/hostname > /dev/null && echo read",
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "read\n"));
+    // The private temporary directory is writable; the system's is not.
+    let (code, out) = run(
+        &exec,
+        &project,
+        policy.clone(),
+        "mktemp && ! touch /tmp/dsh-sandbox-probe-file",
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(!Path::new("/tmp/dsh-sandbox-probe-file").exists());
+    // Read-only: nothing in the project either.
+    let (code, _) = run(&exec, &project, SandboxPolicy::ReadOnly, "touch nope").await;
+    assert_ne!(code, 0);
+    assert!(!project.join("nope").exists());
+    exec.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_network_is_off_unless_allowed() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let project = tempfile::tempdir().unwrap();
+    let exec = executor();
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let (code, out) = run(
+        &exec,
+        project.path(),
+        workspace(project.path(), false),
+        &connect,
+    )
+    .await;
+    assert_ne!(code, 0, "{out}");
+    assert!(!out.contains("connected"), "{out}");
+    let (code, out) = run(
+        &exec,
+        project.path(),
+        workspace(project.path(), true),
+        &connect,
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "connected\n"));
+    exec.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_escapee_in_the_sandbox_is_still_swept() {
+    let project = tempfile::tempdir().unwrap();
+    let exec = executor();
+    let marker = format!("DSH_SANDBOX_ESCAPEE={}", std::process::id());
+    let command = format!("{marker} setsid sleep 600 > /dev/null 2>&1 & echo started");
+    let (code, out) = run(
+        &exec,
+        project.path(),
+        workspace(project.path(), false),
+        &command,
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "started\n"));
+    exec.dispose().await;
+    dsh_e2e::wait_gone(&marker);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_landlock_a_sandboxed_command_is_refused_not_run_unconfined() {
+    let project = tempfile::tempdir().unwrap();
+    let probe = std::process::Command::new(dsh_e2e::binary())
+        .args([sandbox::ARG, "probe"])
+        .env(sandbox::LANDLOCK_VAR, "off")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&probe.stderr);
+    assert!(
+        said.starts_with("none the kernel does not enforce Landlock"),
+        "{said}"
+    );
+    // Started by hand with the variable set, the helper refuses and runs nothing.
+    let marker = project.path().join("ran");
+    let refused = std::process::Command::new(dsh_e2e::binary())
+        .args([sandbox::ARG, "offline", "0", "--", "touch"])
+        .arg(&marker)
+        .env(sandbox::LANDLOCK_VAR, "off")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(i32::from(sandbox::REFUSED)));
+    assert!(!marker.exists());
+    // An executor whose helper cannot confine refuses before starting anything.
+    let blind = LocalShellExecutor::new(LocalShellConfig {
+        sandbox_helper: Some("/nonexistent/dsh".into()),
+        ..LocalShellConfig::default()
+    })
+    .unwrap();
+    let spec = blind
+        .resolve(
+            ShellExecRequest::new(format!("touch {}", marker.display()))
+                .sandbox(SandboxPolicy::ReadOnly),
+        )
+        .unwrap();
+    let error = blind.run(spec).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ShellError::Sandbox {
+                policy: "read-only",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(!marker.exists());
+    assert!(blind.sandbox_status().is_err());
+    // Full access needs no helper and runs as before.
+    let spec = blind.resolve(ShellExecRequest::new("echo free")).unwrap();
+    assert_eq!(&blind.run(spec).await.unwrap().tail[..], b"free\n");
+    blind.dispose().await;
+}
