@@ -237,7 +237,12 @@ fn edit_then_bash(sandbox: &Sandbox) -> String {
 #[test]
 fn accept_edits_lets_an_edit_through_while_bash_still_asks() {
     let sandbox = Sandbox::new();
-    let mut acp = AcpDriver::start(&sandbox, &edit_then_bash(&sandbox), &[]);
+    // Unconfined, a command is not an edit: it asks.
+    let mut acp = AcpDriver::start(
+        &sandbox,
+        &edit_then_bash(&sandbox),
+        &["--sandbox", "full-access"],
+    );
     acp.policy = Policy::Allow;
     acp.initialize(false);
     let (session, created) = new_session(&mut acp, &sandbox);
@@ -261,6 +266,33 @@ fn accept_edits_lets_an_edit_through_while_bash_still_asks() {
         std::fs::read_to_string(sandbox.work().join("made.txt")).unwrap(),
         "x\n"
     );
+    acp.finish();
+}
+
+#[test]
+fn accept_edits_runs_a_sandboxed_command_unasked_and_confined_to_the_project() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "confined",
+        json!([
+            {"stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": "touch inside; touch ../outside"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let mut acp = AcpDriver::start(&sandbox, &script, &["--permission", "accept-edits"]);
+    acp.policy = Policy::Allow;
+    acp.initialize(false);
+    let (session, _) = new_session(&mut acp, &sandbox);
+    let (response, _) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert!(
+        acp.asked.is_empty(),
+        "a sandboxed command asked: {:?}",
+        acp.asked
+    );
+    assert!(sandbox.work().join("inside").exists());
+    assert!(!sandbox.root.path().join("outside").exists());
     acp.finish();
 }
 

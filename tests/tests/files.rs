@@ -58,6 +58,9 @@ fn accept_edits_lets_edits_through_and_still_asks_before_commands() {
     let script = edit_then_command(&sandbox);
     let out = sandbox
         .dsh_without_terminal([
+            // Unconfined, a command is not an edit: it asks.
+            "--sandbox",
+            "full-access",
             "run",
             "--color",
             "never",

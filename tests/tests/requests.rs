@@ -61,6 +61,9 @@ fn the_permission_mode_can_be_set_in_the_file_and_a_refusal_names_it() {
         .dsh_without_terminal([
             "--config",
             config.to_str().unwrap(),
+            // Unconfined, a command is not an edit: it asks.
+            "--sandbox",
+            "full-access",
             "run",
             "--replay",
             &script,

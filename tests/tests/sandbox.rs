@@ -192,3 +192,69 @@ async fn without_landlock_a_sandboxed_command_is_refused_not_run_unconfined() {
     assert_eq!(&blind.run(spec).await.unwrap().tail[..], b"free\n");
     blind.dispose().await;
 }
+
+#[test]
+fn dsh_run_confines_commands_to_the_project_by_default_and_says_when_it_cannot() {
+    let sandbox = dsh_e2e::Sandbox::new();
+    let script = sandbox.script(
+        "outside",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash",
+                "arguments": {"command": "touch inside; touch ../outside"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    );
+    let out = sandbox
+        .dsh(["--replay", &script, "run", "go"])
+        .output()
+        .unwrap();
+    let stderr = dsh_e2e::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(sandbox.work().join("inside").exists());
+    assert!(!sandbox.root.path().join("outside").exists(), "{stderr}");
+    assert!(!stderr.contains("sandbox cannot start"), "{stderr}");
+    // Full access is asked for by name.
+    let out = sandbox
+        .dsh(["--replay", &script, "--sandbox", "full-access", "run", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(sandbox.root.path().join("outside").exists());
+    std::fs::remove_file(sandbox.root.path().join("outside")).unwrap();
+    // Without Landlock: one notice, and in accept-edits the command asks (here, with no
+    // terminal, it is refused) instead of running unconfined.
+    let out = sandbox
+        .dsh_without_terminal([
+            "--replay",
+            &script,
+            "run",
+            "--permission",
+            "accept-edits",
+            "go",
+        ])
+        .env(sandbox::LANDLOCK_VAR, "off")
+        .output()
+        .unwrap();
+    let stderr = dsh_e2e::text(&out.stderr);
+    let notices: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("sandbox cannot start here"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{stderr}");
+    assert!(
+        notices[0].contains("dsh asks before every command"),
+        "{stderr}"
+    );
+    assert!(!sandbox.root.path().join("outside").exists(), "{stderr}");
+    // `dsh config` says what the kernel gives.
+    let config = sandbox
+        .dsh(["--replay", "demo", "config"])
+        .output()
+        .unwrap();
+    let shown = dsh_e2e::text(&config.stdout);
+    assert!(
+        shown.contains("sandbox.policy = \"workspace-write\""),
+        "{shown}"
+    );
+    assert!(shown.contains("sandbox.kernel = \"Landlock ABI"), "{shown}");
+}

@@ -171,7 +171,7 @@ fn no_with_a_reason_tells_the_model_why() {
     ]);
     let sandbox = Sandbox::new();
     let marker = mark("reason");
-    let tui = dsh(&sandbox, &model, &[], &marker);
+    let tui = dsh(&sandbox, &model, &["--permission", "ask"], &marker);
     tui.wait_for("› ");
     tui.line("clean up");
     tui.wait_for("? bash wants to run $ rm -rf build");
@@ -580,6 +580,34 @@ fn a_retry_is_said_by_the_spinner_and_a_refused_key_says_where_the_key_comes_fro
     tui.line("second");
     let screen = tui.wait_for("dsh sent no key to 127.0.0.1: api_key_env is empty");
     assert!(screen.contains("bad key (auth)"), "{screen}");
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn by_default_commands_run_unasked_in_the_sandbox_and_stay_in_the_project() {
+    let model = Model::start(vec![
+        MockResponse::tool_call(
+            "bash",
+            &json!({"command": "touch inside; touch ../outside"}),
+        ),
+        MockResponse::text("tried"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("confined");
+    let tui = dsh(&sandbox, &model, &[], &marker);
+    let screen = tui.wait_for("› ");
+    assert!(
+        screen.contains("accept-edits"),
+        "the default mode: {screen}"
+    );
+    tui.line("go");
+    let screen = tui.wait_for("tried");
+    assert!(!screen.contains("? bash"), "nothing asked: {screen}");
+    assert!(screen.contains("Permission denied"), "{screen}");
+    assert!(sandbox.work().join("inside").exists());
+    assert!(!sandbox.root.path().join("outside").exists());
     tui.keys(b"\x04");
     assert_eq!(tui.exit().0, 0);
     census(&marker);

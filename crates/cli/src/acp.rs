@@ -83,6 +83,12 @@ async fn serve(
     let sessions = crate::compose::sessions_dir(&settings)?;
     let mut signals = Signals::new()?;
     let runtime = crate::compose::compose(&settings, &sessions, model).await?;
+    // An editor shows an agent's stderr as its log: the one place to say it.
+    if let Some(notice) =
+        crate::compose::sandbox_notice(&runtime, &settings, settings.acp_permission.value)
+    {
+        tracing::warn!("{notice}");
+    }
     let deadline = config.teardown_deadline;
     let bridge = match AcpBridge::new(runtime.scope(), config) {
         Ok(bridge) => bridge,

@@ -43,7 +43,8 @@ pub struct InteractiveArgs {
     /// picker of this directory's sessions.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
-    /// When edits and commands ask first (default: the `tui.permission` setting, else ask).
+    /// When edits and commands ask first (default: the `tui.permission` setting, else
+    /// accept-edits: edits in the project and sandboxed commands run unasked).
     #[arg(long, value_parser = permission_modes(TUI_ASK))]
     pub permission: Option<PermissionMode>,
     /// Model calls per turn, 1..=10000 (default 50).
@@ -104,6 +105,11 @@ pub struct Global {
     /// are still sent).
     #[arg(long, global = true, value_name = "FILE")]
     pub system_prompt_file: Option<PathBuf>,
+    /// What commands may touch: read-only, workspace-write (the project's directories, no
+    /// network) or full-access (default: the `[sandbox] policy` setting, else
+    /// workspace-write).
+    #[arg(long, global = true, value_name = "POLICY", value_parser = ["read-only", "workspace-write", "full-access"])]
+    pub sandbox: Option<String>,
     /// Sends no AGENTS.md (or CLAUDE.md) from the project to the model.
     #[arg(long, global = true)]
     pub no_project_instructions: bool,

@@ -17,12 +17,13 @@ use dsh_kernel::{Plugin, Runtime};
 use dsh_mcp_rmcp::RmcpPlugin;
 use dsh_session::SessionStorePlugin;
 use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
+use dsh_shell::SandboxPolicy;
 use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
-use dsh_tool_bash::BashToolsPlugin;
+use dsh_tool_bash::{BashToolsPlugin, ToolBashConfig};
 use dsh_tool_fs::{FsToolsPlugin, ToolFsConfig};
 use dsh_tool_mcp::McpToolsPlugin;
 use dsh_tool_todo::TodoPlugin;
-use dsh_tools::{ToolRegistry, ToolRegistryPlugin};
+use dsh_tools::{PermissionMode, ToolRegistry, ToolRegistryPlugin};
 
 use crate::exit::Failure;
 use crate::settings::Settings;
@@ -97,7 +98,10 @@ async fn load_all(
         .await
         .map_err(|e| failed("the tool registry", e))?;
     runtime
-        .load(BashToolsPlugin::default())
+        .load(BashToolsPlugin::new(ToolBashConfig {
+            sandbox: sandbox_policy(settings),
+            ..ToolBashConfig::default()
+        }))
         .await
         .map_err(|e| failed("the bash tools", e))?;
     runtime
@@ -210,6 +214,52 @@ fn options(settings: &Settings) -> AgentOptions {
         options.max_steps = steps;
     }
     options
+}
+
+/// The sandbox the settings ask commands to run in; the bash tool adds each session's roots
+/// to a `workspace-write` one.
+pub fn sandbox_policy(settings: &Settings) -> SandboxPolicy {
+    match settings.sandbox.value.as_str() {
+        "read-only" => SandboxPolicy::ReadOnly,
+        "full-access" => SandboxPolicy::FullAccess,
+        _ => SandboxPolicy::WorkspaceWrite {
+            writable: Vec::new(),
+            network: settings.sandbox_network.value,
+        },
+    }
+}
+
+/// What this machine's kernel gives the sandbox, in words (`dsh config`): the helper is
+/// asked in a process of its own.
+pub fn sandbox_kernel() -> String {
+    match dsh_shell_local::sandbox::probe(&watchdog_program()) {
+        Ok(achieved) if achieved.fully => format!("Landlock ABI {}, fully enforced", achieved.abi),
+        Ok(achieved) => format!("Landlock ABI {}, partly enforced", achieved.abi),
+        Err(reason) => format!("unavailable: {reason}"),
+    }
+}
+
+/// The warning a run starts with when its sandbox cannot be had here, saying what dsh does
+/// instead; `None` when commands run as configured.
+pub fn sandbox_notice(
+    runtime: &Runtime,
+    settings: &Settings,
+    mode: PermissionMode,
+) -> Option<String> {
+    let policy = sandbox_policy(settings);
+    if policy == SandboxPolicy::FullAccess {
+        return None;
+    }
+    let executor = runtime.scope().get::<dyn dsh_shell::ShellExecutor>()?;
+    let reason = executor.sandbox().err()?;
+    let instead = match mode {
+        PermissionMode::Allow => "commands run without it, as with --sandbox full-access",
+        PermissionMode::Ask | PermissionMode::AcceptEdits => "dsh asks before every command",
+    };
+    Some(format!(
+        "the {} sandbox cannot start here ({reason}): {instead}",
+        policy.name()
+    ))
 }
 
 /// This binary, which runs as the shell's watchdog when asked to (`main`). On Linux the link

@@ -44,6 +44,7 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
         Some((path, false)) => format!("{} (not present)", path.display()),
         None => "(none)".to_owned(),
     };
+    let kernel = crate::compose::sandbox_kernel();
     if as_json {
         let mut out = serde_json::Map::new();
         out.insert(
@@ -56,6 +57,10 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
         out.insert(
             "api_key".into(),
             json!({"value": key, "source": format!("env {var}")}),
+        );
+        out.insert(
+            "sandbox.kernel".into(),
+            json!({"value": kernel, "source": "kernel"}),
         );
         for (server, path) in &s.mcp_servers {
             out.insert(
@@ -76,6 +81,7 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
         text.push_str(&format!("{name} = {shown}  # {source}\n"));
     }
     text.push_str(&format!("api_key = {key}  # env {var}\n"));
+    text.push_str(&format!("sandbox.kernel = {kernel:?}  # kernel\n"));
     // How each server is reached and which variables and headers it gets, never their values.
     for (server, path) in &s.mcp_servers {
         text.push_str(&format!(

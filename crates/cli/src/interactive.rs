@@ -104,6 +104,10 @@ async fn open(
         context: None,
         cost: None,
     };
+    let notices = crate::compose::sandbox_notice(runtime, settings, settings.tui_permission.value)
+        .map(|notice| format!("warning: {notice}"))
+        .into_iter()
+        .collect();
     let launch = Launch {
         scope: runtime.scope().clone(),
         mode: settings.tui_permission.value,
@@ -121,6 +125,7 @@ async fn open(
         prices: settings.prices.clone(),
         window: Some(settings.context_window.value.get()),
         auth_hint: Some(crate::model::auth_hint(settings)),
+        notices,
     };
     dsh_tui::run(launch)
         .await

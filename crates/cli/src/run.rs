@@ -185,6 +185,13 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
             Ok(runtime) => runtime,
             Err(failure) => return report(&failure, view),
         };
+    let mode = prepared
+        .approval
+        .as_ref()
+        .map_or(PermissionMode::Allow, |gate| gate.mode());
+    if let Some(notice) = crate::compose::sandbox_notice(&runtime, &prepared.settings, mode) {
+        eprintln!("warning: {notice}");
+    }
     // The configured MCP servers start in the background; the first request offers their
     // tools, so it waits for them (each within its startup timeout).
     if let Some(host) = runtime.scope().get::<dyn McpToolHost>() {

@@ -74,6 +74,10 @@ impl LocalShellExecutor {
 
 #[async_trait]
 impl ShellExecutor for LocalShellExecutor {
+    fn sandbox(&self) -> Result<(), String> {
+        self.sandbox_status().map(|_| ())
+    }
+
     fn resolve(&self, request: ShellExecRequest) -> Result<ShellExecSpec, ShellError> {
         dsh_shell::resolve(request, &self.inner.limits)
     }

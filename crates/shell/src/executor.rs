@@ -48,6 +48,12 @@ impl std::fmt::Debug for TaskDoneSubscription {
 /// be called from anywhere, a completion listener included.
 #[async_trait]
 pub trait ShellExecutor: Send + Sync + 'static {
+    /// Whether a sandboxed request can run here; `Err` says why not (and such a request is
+    /// refused). The default: no sandbox is offered.
+    fn sandbox(&self) -> Result<(), String> {
+        Err("this executor offers no sandbox".into())
+    }
+
     /// Applies defaults and caps: the only place that does.
     fn resolve(&self, request: ShellExecRequest) -> Result<ShellExecSpec, ShellError>;
 

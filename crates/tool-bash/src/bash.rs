@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use dsh_kernel::Scope;
 use dsh_session::{ToolCallRecord, ToolResultRecord};
-use dsh_shell::{RunOutput, ShellExecRequest, ShellExecutor, TaskId};
+use dsh_shell::{RunOutput, SandboxPolicy, ShellExecRequest, ShellExecutor, TaskId};
 use dsh_tools::{
     Effect, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolOutput, ToolResultView,
     ToolSchema,
@@ -44,7 +44,10 @@ impl Tool for BashTool {
     }
 
     fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
-        Effect::Execute
+        match self.shared.confined() {
+            true => Effect::Confined,
+            false => Effect::Execute,
+        }
     }
 
     fn call(
@@ -106,6 +109,12 @@ async fn call(
         .timeout_ms
         .map(|ms| Duration::from_millis(ms.unsigned_abs()));
     request.owner = caller_token(&cx);
+    request.sandbox = match shared.confined() {
+        true => sandbox_for(&shared.config.sandbox, cx.roots().as_ref()),
+        // No sandbox was asked for, or none can be had here: the gate asked about the call
+        // as a command that may do anything, and the start said the sandbox is missing.
+        false => SandboxPolicy::FullAccess,
+    };
     if !args.run_in_background {
         request.output_cap = Some(shared.config.tail_bytes.max(1));
     }
@@ -114,6 +123,24 @@ async fn call(
         background(executor, spec, &cx).await
     } else {
         foreground(&shared, executor, spec, &cx).await
+    }
+}
+
+/// The configured policy for a call of the session with `roots`: its directories are
+/// writable too.
+fn sandbox_for(policy: &SandboxPolicy, roots: Option<&Roots>) -> SandboxPolicy {
+    match policy {
+        SandboxPolicy::WorkspaceWrite { writable, network } => {
+            let mut dirs: Vec<PathBuf> = roots
+                .map(|r| r.all().map(Path::to_path_buf).collect())
+                .unwrap_or_default();
+            dirs.extend(writable.iter().cloned());
+            SandboxPolicy::WorkspaceWrite {
+                writable: dirs,
+                network: *network,
+            }
+        }
+        other @ (SandboxPolicy::ReadOnly | SandboxPolicy::FullAccess) => other.clone(),
     }
 }
 

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use dsh_shell::SandboxPolicy;
+
 /// How the bash tools render and wait. [`ToolBashConfig::default`] gives the documented
 /// defaults.
 #[derive(Clone, Debug)]
@@ -16,6 +18,9 @@ pub struct ToolBashConfig {
     pub kill_wait: Duration,
     /// The upper bound of `bash_output`'s `wait_ms`.
     pub max_wait_ms: u64,
+    /// The sandbox commands run in. For `WorkspaceWrite`, `writable` lists directories
+    /// writable besides the calling session's roots, which each call adds.
+    pub sandbox: SandboxPolicy,
 }
 
 impl Default for ToolBashConfig {
@@ -26,6 +31,7 @@ impl Default for ToolBashConfig {
             read_bytes: 32 * 1024,
             kill_wait: Duration::from_secs(5),
             max_wait_ms: 600_000,
+            sandbox: SandboxPolicy::FullAccess,
         }
     }
 }

@@ -18,6 +18,12 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Whether commands run in a sandbox: one is configured and the executor can apply it.
+    pub fn confined(&self) -> bool {
+        !matches!(self.config.sandbox, dsh_shell::SandboxPolicy::FullAccess)
+            && self.executor().is_ok_and(|e| e.sandbox().is_ok())
+    }
+
     pub fn executor(&self) -> Result<Arc<dyn ShellExecutor>, ToolError> {
         let scope = self.scope.upgrade().filter(|s| s.is_active());
         let Some(scope) = scope else {

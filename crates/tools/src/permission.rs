@@ -16,6 +16,9 @@ pub enum Effect {
     EditOutside,
     /// Runs a program or reaches another system (bash, an MCP tool): anything may happen.
     Execute,
+    /// Runs a program in the kernel's sandbox: it may write only the session's directories
+    /// and reach no network unless allowed (a sandboxed bash command).
+    Confined,
 }
 
 /// Which calls ask first.
@@ -23,7 +26,8 @@ pub enum Effect {
 pub enum PermissionMode {
     /// Edits and commands ask; reads never do.
     Ask,
-    /// Edits inside the session's directories run; commands and edits outside ask.
+    /// Edits inside the session's directories (and sandboxed commands, which can only write
+    /// there) run; other commands and edits outside ask.
     AcceptEdits,
     /// Nothing asks.
     Allow,
@@ -41,8 +45,12 @@ impl PermissionMode {
     pub fn asks(self, effect: Effect) -> bool {
         match (self, effect) {
             (_, Effect::Read) | (PermissionMode::Allow, _) => false,
-            (PermissionMode::Ask, Effect::Edit | Effect::EditOutside | Effect::Execute) => true,
-            (PermissionMode::AcceptEdits, Effect::Edit) => false,
+            (
+                PermissionMode::Ask,
+                Effect::Edit | Effect::EditOutside | Effect::Execute | Effect::Confined,
+            ) => true,
+            // What the sandbox keeps inside the session's directories is an edit there.
+            (PermissionMode::AcceptEdits, Effect::Edit | Effect::Confined) => false,
             (PermissionMode::AcceptEdits, Effect::EditOutside | Effect::Execute) => true,
         }
     }

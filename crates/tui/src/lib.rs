@@ -102,6 +102,9 @@ pub struct Launch {
     pub window: Option<u64>,
     /// What to say when the server refuses the key (where dsh reads it from).
     pub auth_hint: Option<String>,
+    /// Lines to show first (safe text): what the session cannot do here, such as a sandbox
+    /// the kernel does not give.
+    pub notices: Vec<String>,
 }
 
 /// Why the terminal could not run.
@@ -168,6 +171,9 @@ pub async fn run(launch: Launch) -> Result<Finished, TuiError> {
         app = app.with_auth_hint(hint);
     }
     let now = std::time::Instant::now();
+    for notice in launch.notices {
+        app.input(Input::Notice(SafeText::plain(&notice)), now);
+    }
     for warning in warnings {
         app.input(
             Input::Notice(format!("warning: {}", SafeText::plain(&warning))),

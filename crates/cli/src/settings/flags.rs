@@ -63,6 +63,11 @@ pub fn acp_permission(_: &Global, flags: CommandFlags) -> Given {
     Ok(flags.acp_permission.map(|mode| mode.as_str().to_owned()))
 }
 
+/// `--sandbox`.
+pub fn sandbox(global: &Global, _: CommandFlags) -> Given {
+    Ok(global.sandbox.clone())
+}
+
 /// `dsh --permission`, the interactive terminal's.
 pub fn tui_permission(_: &Global, flags: CommandFlags) -> Given {
     Ok(flags.tui_permission.map(|mode| mode.as_str().to_owned()))

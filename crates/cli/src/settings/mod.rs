@@ -121,6 +121,10 @@ pub struct Settings {
     pub acp_permission: Set<PermissionMode>,
     /// The interactive terminal's permission mode.
     pub tui_permission: Set<PermissionMode>,
+    /// `[sandbox] policy`: what commands may touch.
+    pub sandbox: Set<String>,
+    /// `[sandbox] network`: whether sandboxed commands may reach the network.
+    pub sandbox_network: Set<bool>,
     pub acp_max_line_bytes: Set<usize>,
     pub acp_cancel_grace: Set<Duration>,
     pub acp_teardown_deadline: Set<Duration>,
@@ -200,6 +204,8 @@ impl Settings {
                 .unwrap_or_default(),
             acp_permission: typed.get(&ACP_PERMISSION)?,
             tui_permission: typed.get(&TUI_PERMISSION)?,
+            sandbox: typed.get(&SANDBOX)?,
+            sandbox_network: typed.get(&SANDBOX_NETWORK)?,
             acp_max_line_bytes: typed.get(&ACP_MAX_LINE_BYTES)?,
             acp_cancel_grace: typed.get(&ACP_CANCEL_GRACE)?,
             acp_teardown_deadline: typed.get(&ACP_TEARDOWN_DEADLINE)?,
@@ -471,6 +477,8 @@ mod tests {
             "--system-prompt-file",
             "p.md",
             "--no-project-instructions",
+            "--sandbox",
+            "read-only",
             "config",
         ]);
         let flags = CommandFlags {

@@ -120,6 +120,7 @@ const fn setting<T>(key: Key, read: fn(&str) -> Option<T>) -> Setting<T> {
 const TEXT: Kind = Kind::Text { empty_ok: false };
 const LEVELS: &[&str] = &["default", "off", "low", "medium", "high", "max"];
 const PERMISSIONS: &[&str] = &["ask", "accept-edits", "allow"];
+const SANDBOXES: &[&str] = &["read-only", "workspace-write", "full-access"];
 const PRICE: Kind = Kind::Float {
     min: 0.0,
     max: 1_000_000.0,
@@ -168,7 +169,9 @@ mod rows {
     pub const SEND_REASONING_CONTENT: Setting<bool> = setting(key("http.send_reasoning_content", Kind::Bool, Default::Derived(d::send_reasoning_content)), parsed);
     pub const MAX_TOKENS_FIELD: Setting<MaxTokensField> = setting(key("http.max_tokens_field", Kind::Choice(&["max_tokens", "max_completion_tokens"]), Default::Is("max_tokens")), max_tokens_field);
     pub const ACP_PERMISSION: Setting<PermissionMode> = setting(flag(key("acp.permission", Kind::Choice(PERMISSIONS), Default::Is("ask")), "--permission", f::acp_permission), parsed);
-    pub const TUI_PERMISSION: Setting<PermissionMode> = setting(flag(key("tui.permission", Kind::Choice(PERMISSIONS), Default::Is("ask")), "--permission", f::tui_permission), parsed);
+    pub const SANDBOX: Setting<String> = setting(env(flag(key("sandbox.policy", Kind::Choice(SANDBOXES), Default::Is("workspace-write")), "--sandbox", f::sandbox), "DSH_SANDBOX"), text);
+    pub const SANDBOX_NETWORK: Setting<bool> = setting(env(key("sandbox.network", Kind::Bool, Default::Is("false")), "DSH_SANDBOX_NETWORK"), parsed);
+    pub const TUI_PERMISSION: Setting<PermissionMode> = setting(flag(key("tui.permission", Kind::Choice(PERMISSIONS), Default::Is("accept-edits")), "--permission", f::tui_permission), parsed);
     pub const ACP_MAX_LINE_BYTES: Setting<usize> = setting(key("acp.max_line_bytes", Kind::Int { min: 1024, max: 1 << 30 }, Default::Is("33554432")), parsed);
     pub const ACP_CANCEL_GRACE: Setting<Duration> = setting(key("acp.cancel_grace_ms", MILLIS, Default::Is("5000")), millis);
     pub const ACP_TEARDOWN_DEADLINE: Setting<Duration> = setting(key("acp.teardown_deadline_ms", MILLIS, Default::Is("10000")), millis);
@@ -182,6 +185,7 @@ mod rows {
         PRICE_CURRENCY.key, CONNECT_TIMEOUT.key, FIRST_BYTE_TIMEOUT.key, IDLE_TIMEOUT.key,
         MAX_RETRIES.key, SEND_REASONING_CONTENT.key, MAX_TOKENS_FIELD.key, ACP_PERMISSION.key,
         ACP_MAX_LINE_BYTES.key, ACP_CANCEL_GRACE.key, ACP_TEARDOWN_DEADLINE.key, TUI_PERMISSION.key,
+        SANDBOX.key, SANDBOX_NETWORK.key,
     ];
 }
 
@@ -264,7 +268,7 @@ mod derive {
 
 /// The file tables a setting may sit in, besides the top level; `[http.headers]` holds
 /// free-form header names. `[price]` gives the model's prices per million tokens, for costs.
-pub const TABLES: &[&str] = &["http", "acp", "price", "tui"];
+pub const TABLES: &[&str] = &["http", "acp", "price", "tui", "sandbox"];
 
 impl Kind {
     /// Checks `text` against the kind; `Err` says what was expected, as a phrase that reads
