@@ -23,7 +23,14 @@ fn a_cancel_with_no_prompt_open_does_nothing() {
     acp.notify("session/cancel", json!({"nonsense": true}));
     let (response, updates) = acp.prompt_to_end(&session, "hi");
     assert_eq!(response["result"]["stopReason"], "end_turn");
-    assert_eq!(updates.len(), 1, "{updates:?}");
+    // The pickers may be sent again when the model list comes after the session's answer
+    // (a loaded machine): that is no effect of the cancels.
+    let answered: Vec<_> = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] != "config_option_update")
+        .collect();
+    assert_eq!(answered.len(), 1, "{updates:?}");
+    assert_eq!(answered[0]["sessionUpdate"], "agent_message_chunk");
     acp.finish();
 }
 

@@ -196,13 +196,9 @@ async fn without_landlock_a_sandboxed_command_is_refused_not_run_unconfined() {
 #[test]
 fn dsh_run_confines_commands_to_the_project_by_default_and_says_when_it_cannot() {
     let sandbox = dsh_e2e::Sandbox::new();
-    let script = sandbox.script(
-        "outside",
-        serde_json::json!([
-            {"stream": [{"tool_call": {"name": "bash",
-                "arguments": {"command": "touch inside; touch ../outside"}}}]},
-            {"stream": [{"text": "done"}], "finish": "stop"}
-        ]),
+    let script = one_command(
+        &sandbox,
+        serde_json::json!({"command": "touch inside; touch ../outside"}),
     );
     let out = sandbox
         .dsh(["--replay", &script, "run", "go"])
@@ -257,4 +253,37 @@ fn dsh_run_confines_commands_to_the_project_by_default_and_says_when_it_cannot()
         "{shown}"
     );
     assert!(shown.contains("sandbox.kernel = \"Landlock ABI"), "{shown}");
+}
+
+#[test]
+fn leaving_the_sandbox_with_no_one_to_ask_is_refused() {
+    let sandbox = dsh_e2e::Sandbox::new();
+    let script = one_command(
+        &sandbox,
+        serde_json::json!({"command": "touch ../outside", "outside_sandbox": "it must"}),
+    );
+    let out = sandbox
+        .dsh(["--replay", &script, "run", "go"])
+        .output()
+        .unwrap();
+    let stderr = dsh_e2e::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!sandbox.root.path().join("outside").exists(), "{stderr}");
+    // The model was told why, in the call's result.
+    let stored = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+    assert!(
+        stored.contains("this session has no one to ask"),
+        "{stored}"
+    );
+}
+
+/// A replay script that makes one bash call with `arguments`, then answers "done".
+fn one_command(sandbox: &dsh_e2e::Sandbox, arguments: serde_json::Value) -> String {
+    sandbox.script(
+        "command",
+        serde_json::json!([
+            {"stream": [{"tool_call": {"name": "bash", "arguments": arguments}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"}
+        ]),
+    )
 }

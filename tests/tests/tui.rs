@@ -70,6 +70,17 @@ fn last_user_text(request: &serde_json::Value) -> String {
         .unwrap_or_default()
 }
 
+/// The first tool result a request carries back to the model, as JSON text.
+fn tool_result(request: &serde_json::Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .to_string()
+}
+
 /// Every user message of a request, in order.
 fn user_texts(request: &serde_json::Value) -> Vec<String> {
     request["messages"]
@@ -180,13 +191,7 @@ fn no_with_a_reason_tells_the_model_why() {
     tui.line("use cargo clean");
     tui.wait_for("understood");
     let requests = model.requests();
-    let tool_result = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .to_string();
+    let tool_result = tool_result(&requests[1]);
     assert!(tool_result.contains("use cargo clean"), "{tool_result}");
     tui.keys(b"\x04");
     assert_eq!(tui.exit().0, 0);
@@ -608,6 +613,43 @@ fn by_default_commands_run_unasked_in_the_sandbox_and_stay_in_the_project() {
     assert!(screen.contains("Permission denied"), "{screen}");
     assert!(sandbox.work().join("inside").exists());
     assert!(!sandbox.root.path().join("outside").exists());
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}
+
+#[test]
+fn leaving_the_sandbox_is_asked_with_the_reason_and_a_refusal_says_why_it_failed() {
+    let model = Model::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": "touch ../outside"})),
+        MockResponse::tool_call(
+            "bash",
+            &json!({"command": "touch ../outside", "outside_sandbox": "the build writes next to the project"}),
+        ),
+        MockResponse::text("written"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("escalate");
+    // Allow: nothing else asks, and leaving the sandbox still does.
+    let tui = dsh(&sandbox, &model, &["--permission", "allow"], &marker);
+    tui.wait_for("› ");
+    tui.line("write outside");
+    let screen = tui.wait_for("outside the sandbox: the build writes next to the project");
+    assert!(
+        screen.contains("? bash wants to run $ touch ../outside"),
+        "{screen}"
+    );
+    assert!(!sandbox.root.path().join("outside").exists());
+    tui.keys(b"y");
+    tui.wait_for("written");
+    assert!(sandbox.root.path().join("outside").exists());
+    // The confined attempt came back to the model with what the sandbox did.
+    let requests = model.requests();
+    let first_result = tool_result(&requests[1]);
+    assert!(
+        first_result.contains("this command ran in the sandbox"),
+        "{first_result}"
+    );
     tui.keys(b"\x04");
     assert_eq!(tui.exit().0, 0);
     census(&marker);

@@ -41,7 +41,8 @@ impl ApprovalGate for SessionGate {
 
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
-        if self.grants.always.lock().contains(&request.tool) {
+        // Leaving the sandbox is asked about every time: no earlier "always" covers it.
+        if !request.effect.needs_a_person() && self.grants.always.lock().contains(&request.tool) {
             // It was announced as waiting before the grant: it runs now.
             self.allowed(&request);
             return ApprovalDecision::Allow;

@@ -229,6 +229,20 @@ impl Phase<'_, '_> {
             (Some(tool), Ok(args)) => (tool, args),
         };
         let effect = tool.effect(&args, &agent.roots());
+        if effect.needs_a_person() && agent.setup.approval.is_none() {
+            // Nobody can say yes to it here (a run with no one to ask): it does not run.
+            self.finish(
+                index,
+                error(
+                    codes::TOOL_REJECTED,
+                    "This call needs the user's yes (it runs outside the sandbox), and this \
+                     session has no one to ask. It did not run; do it inside the sandbox, or \
+                     tell the user what you need."
+                        .to_owned(),
+                ),
+            );
+            return Ok(());
+        }
         let approval = agent
             .setup
             .approval

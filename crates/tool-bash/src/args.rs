@@ -22,7 +22,13 @@ pub struct BashArgs {
     pub run_in_background: bool,
     #[serde(default)]
     pub workdir: Option<String>,
+    /// Why the command must run outside the sandbox: present, it asks the user to let it.
+    #[serde(default)]
+    pub outside_sandbox: Option<String>,
 }
+
+/// The longest reason for leaving the sandbox, in characters: one line the user reads.
+pub const MAX_REASON_CHARS: usize = 200;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,6 +64,15 @@ impl BashArgs {
         }
         if self.workdir.as_deref() == Some("") {
             return Err(invalid("invalid workdir: expected a non-empty path"));
+        }
+        if let Some(reason) = &self.outside_sandbox
+            && (reason.trim().is_empty()
+                || reason.contains('\n')
+                || reason.chars().count() > MAX_REASON_CHARS)
+        {
+            return Err(invalid(format!(
+                "invalid outside_sandbox: expected one line of at most {MAX_REASON_CHARS} characters saying why the command cannot run in the sandbox"
+            )));
         }
         Ok(())
     }

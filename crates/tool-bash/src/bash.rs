@@ -43,10 +43,15 @@ impl Tool for BashTool {
         false
     }
 
-    fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
-        match self.shared.confined() {
-            true => Effect::Confined,
-            false => Effect::Execute,
+    fn effect(&self, args: &serde_json::Value, _roots: &Roots) -> Effect {
+        let leaving = args
+            .get("outside_sandbox")
+            .is_some_and(|reason| reason.as_str().is_some_and(|r| !r.trim().is_empty()));
+        match (self.shared.confined(), leaving) {
+            (true, true) => Effect::Escalate,
+            (true, false) => Effect::Confined,
+            // Without a sandbox there is nothing to leave: a command as any other.
+            (false, _) => Effect::Execute,
         }
     }
 
@@ -109,8 +114,10 @@ async fn call(
         .timeout_ms
         .map(|ms| Duration::from_millis(ms.unsigned_abs()));
     request.owner = caller_token(&cx);
-    request.sandbox = match shared.confined() {
+    request.sandbox = match shared.confined() && args.outside_sandbox.is_none() {
         true => sandbox_for(&shared.config.sandbox, cx.roots().as_ref()),
+        // Leaving the sandbox was asked about and allowed (the gate answered before the
+        // body runs; a run with no one to ask refused it).
         // No sandbox was asked for, or none can be had here: the gate asked about the call
         // as a command that may do anything, and the start said the sandbox is missing.
         false => SandboxPolicy::FullAccess,
@@ -124,6 +131,21 @@ async fn call(
     } else {
         foreground(&shared, executor, spec, &cx).await
     }
+}
+
+/// What the model is told when a confined command failed the way the sandbox makes one fail.
+const SANDBOX_NOTE: &str = "\n[note: this command ran in the sandbox, which refuses writes outside the session's directories and network sockets; if it needs them, run it again with `outside_sandbox` saying why, and the user is asked]";
+
+/// Whether `output` reads like the sandbox refused something: a write outside, or a socket.
+fn refused_by_sandbox(output: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(output);
+    [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]
+    .iter()
+    .any(|said| text.contains(said))
 }
 
 /// The configured policy for a call of the session with `roots`: its directories are
@@ -229,6 +251,7 @@ async fn foreground(
     // What the command prints is shown as it arrives, and kept: a cancelled call still tells
     // the model what had been printed.
     let live = Live::new(shared.config.head_bytes, shared.config.tail_bytes);
+    let confined = !matches!(spec.sandbox, SandboxPolicy::FullAccess);
     let run = executor.run_streaming(spec, live.sink(cx));
     let out = tokio::select! {
         out = run => out,
@@ -238,7 +261,10 @@ async fn foreground(
     };
     in_flight.done();
     let out = out.map_err(errors::start_error)?;
-    let (content, complete) = render_foreground(shared, &*executor, &out).await;
+    let (mut content, complete) = render_foreground(shared, &*executor, &out).await;
+    if confined && out.exit.code.is_some_and(|c| c != 0) && refused_by_sandbox(&out.tail) {
+        content.push_str(SANDBOX_NOTE);
+    }
     // A retained task whose output was shown whole is released now; one with hidden output
     // stays readable until its agent is disposed (or, outside any agent, until evicted).
     if out.retained {

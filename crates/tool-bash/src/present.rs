@@ -31,11 +31,19 @@ pub fn bash_call(call: &ToolCallRecord) -> Option<ToolCallView> {
             locations: Vec::new(),
         });
     }
+    let description = args.get("description").and_then(Value::as_str);
+    // Leaving the sandbox is said first: it is what the user is asked about.
+    let leaving = args
+        .get("outside_sandbox")
+        .and_then(Value::as_str)
+        .map(|reason| format!("outside the sandbox: {reason}"));
+    let description = match (leaving, description) {
+        (Some(leaving), Some(description)) => Some(format!("{leaving} · {description}")),
+        (Some(leaving), None) => Some(leaving),
+        (None, description) => description.map(str::to_owned),
+    };
     Some(ToolCallView::Terminal {
-        description: args
-            .get("description")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        description,
         cwd: args
             .get("workdir")
             .and_then(Value::as_str)

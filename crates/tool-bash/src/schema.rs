@@ -16,7 +16,10 @@ pub fn bash() -> ToolSchema {
              head and tail; read the rest with bash_output using the offset in the notice. Servers, \
              watchers and long jobs belong in `run_in_background`: the call answers with a task id \
              at once, and a notice arrives when the task finishes. Processes a foreground command \
-             leaves running are terminated when it ends. Stop a background task with bash_kill."
+             leaves running are terminated when it ends. Stop a background task with bash_kill. \
+             Commands run in a sandbox when dsh has one: they may write only the session's \
+             directories and reach no network; if a command needs more, say why in \
+             `outside_sandbox` and the user is asked."
         ),
         parameters: json!({
             "type": "object",
@@ -27,7 +30,8 @@ pub fn bash() -> ToolSchema {
                 "description": { "type": "string", "maxLength": 200, "description": "What the command does, in a few words, for the user." },
                 "timeout_ms": { "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Deadline in milliseconds." },
                 "run_in_background": { "type": "boolean", "default": false, "description": "Start as a background task and answer with its id." },
-                "workdir": { "type": "string", "minLength": 1, "description": "Directory to run in; relative paths are under the session's directory, ~ is the home directory." }
+                "workdir": { "type": "string", "minLength": 1, "description": "Directory to run in; relative paths are under the session's directory, ~ is the home directory." },
+                "outside_sandbox": { "type": "string", "minLength": 1, "maxLength": crate::args::MAX_REASON_CHARS, "description": "Only when the command cannot work in the sandbox (it must write outside the session's directories or reach the network): one line telling the user why. The user is asked before it runs." }
             }
         }),
     }

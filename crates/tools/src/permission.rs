@@ -19,6 +19,24 @@ pub enum Effect {
     /// Runs a program in the kernel's sandbox: it may write only the session's directories
     /// and reach no network unless allowed (a sandboxed bash command).
     Confined,
+    /// Runs a program outside the sandbox the session's commands are confined to, for a
+    /// reason the model gave: asked about in every mode, and refused where nobody can answer.
+    Escalate,
+}
+
+impl Effect {
+    /// Whether a call with this effect may run only after a person said yes, whatever the
+    /// mode: with no one to ask, it is refused.
+    pub fn needs_a_person(self) -> bool {
+        match self {
+            Effect::Escalate => true,
+            Effect::Read
+            | Effect::Edit
+            | Effect::EditOutside
+            | Effect::Execute
+            | Effect::Confined => false,
+        }
+    }
 }
 
 /// Which calls ask first.
@@ -44,6 +62,7 @@ impl PermissionMode {
     /// Whether a call with `effect` asks first in this mode.
     pub fn asks(self, effect: Effect) -> bool {
         match (self, effect) {
+            (_, Effect::Escalate) => true,
             (_, Effect::Read) | (PermissionMode::Allow, _) => false,
             (
                 PermissionMode::Ask,
@@ -95,14 +114,15 @@ mod tests {
     fn each_mode_asks_for_exactly_its_effects() {
         use Effect::*;
         use PermissionMode::*;
-        // (mode, [Read, Edit, EditOutside, Execute])
+        // (mode, [Read, Edit, EditOutside, Execute, Confined, Escalate])
         let table = [
-            (Ask, [false, true, true, true]),
-            (AcceptEdits, [false, false, true, true]),
-            (Allow, [false, false, false, false]),
+            (Ask, [false, true, true, true, true, true]),
+            (AcceptEdits, [false, false, true, true, false, true]),
+            (Allow, [false, false, false, false, false, true]),
         ];
         for (mode, row) in table {
-            for (effect, want) in [Read, Edit, EditOutside, Execute].into_iter().zip(row) {
+            let effects = [Read, Edit, EditOutside, Execute, Confined, Escalate];
+            for (effect, want) in effects.into_iter().zip(row) {
                 assert_eq!(mode.asks(effect), want, "{mode} {effect:?}");
             }
         }

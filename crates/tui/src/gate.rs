@@ -90,7 +90,8 @@ impl ApprovalGate for Gate {
 
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
-        if self.granted(&request.tool, request.shown.as_ref()) {
+        // Leaving the sandbox is asked about every time: no earlier "always" covers it.
+        if !request.effect.needs_a_person() && self.granted(&request.tool, request.shown.as_ref()) {
             return ApprovalDecision::Allow;
         }
         let cancel = request.cancel.clone();

@@ -30,7 +30,14 @@ pub fn body(palette: Palette, question: &Question) -> Vec<Line<'static>> {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut lines = Vec::new();
     match (&request.shown, &request.preview) {
-        (Some(ToolCallView::Terminal { command, .. }), _) => {
+        (
+            Some(ToolCallView::Terminal {
+                command,
+                description,
+                ..
+            }),
+            _,
+        ) => {
             let command = SafeText::plain(command);
             let mut shown = command.lines();
             lines.push(Line::from(vec![
@@ -39,6 +46,10 @@ pub fn body(palette: Palette, question: &Question) -> Vec<Line<'static>> {
                 Span::raw(format!("$ {}", shown.next().unwrap_or_default())),
             ]));
             lines.extend(shown.map(|l| Line::raw(format!("    {l}"))));
+            if let Some(description) = description {
+                let said = format!("  {}", SafeText::plain(description));
+                lines.push(Line::styled(said, palette.fg(Color::Yellow)));
+            }
         }
         (
             _,

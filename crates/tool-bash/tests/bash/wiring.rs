@@ -133,6 +133,7 @@ async fn three_tools_in_order_with_their_flags_schemas_and_descriptions() {
         [
             "command",
             "description",
+            "outside_sandbox",
             "run_in_background",
             "timeout_ms",
             "workdir"
