@@ -30,6 +30,9 @@ pub struct LoopConfig {
     pub tool_cancel_grace: Duration,
     /// Agents started at apply.
     pub agents: Vec<ConfiguredAgent>,
+    /// The user's permission rules: a call they deny does not run, one they ask about is
+    /// asked in every mode, one they allow runs unasked.
+    pub rules: std::sync::Arc<dsh_tools::PermissionRules>,
 }
 
 impl Default for LoopConfig {
@@ -39,6 +42,7 @@ impl Default for LoopConfig {
             max_parallel_tools: NonZeroU32::MIN.saturating_add(7),
             tool_cancel_grace: Duration::from_secs(2),
             agents: Vec::new(),
+            rules: std::sync::Arc::new(dsh_tools::PermissionRules::none()),
         }
     }
 }

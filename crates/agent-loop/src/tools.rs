@@ -23,6 +23,7 @@ use crate::progress::CallProgress;
 use crate::repeats::Verdict;
 use crate::trace::elapsed_ms;
 use crate::writer::Writer;
+use dsh_tools::Verdict as RuleSays;
 
 /// Said of a call cancelled before it started.
 pub(crate) const NOT_STARTED_TEXT: &str =
@@ -229,25 +230,47 @@ impl Phase<'_, '_> {
             (Some(tool), Ok(args)) => (tool, args),
         };
         let effect = tool.effect(&args, &agent.roots());
-        if effect.needs_a_person() && agent.setup.approval.is_none() {
+        let verdict = agent
+            .shared
+            .config
+            .rules
+            .verdict(&call.name, &args, &agent.roots())
+            .map(|(verdict, rule)| (verdict, rule.text.clone()));
+        if let Some((RuleSays::Deny, rule)) = &verdict {
+            self.finish(
+                index,
+                error(
+                    codes::TOOL_REJECTED,
+                    format!(
+                        "The user's permission rule `{rule}` denies this call. It did not run."
+                    ),
+                ),
+            );
+            return Ok(());
+        }
+        let asked_by_rule = matches!(verdict, Some((RuleSays::Ask, _)));
+        let allowed_by_rule = matches!(verdict, Some((RuleSays::Allow, _)));
+        if (effect.needs_a_person() || asked_by_rule) && agent.setup.approval.is_none() {
             // Nobody can say yes to it here (a run with no one to ask): it does not run.
             self.finish(
                 index,
                 error(
                     codes::TOOL_REJECTED,
-                    "This call needs the user's yes (it runs outside the sandbox), and this \
-                     session has no one to ask. It did not run; do it inside the sandbox, or \
-                     tell the user what you need."
+                    "This call needs the user's yes (it runs outside the sandbox, or a \
+                     permission rule asks about it), and this session has no one to ask. It \
+                     did not run; do it another way, or tell the user what you need."
                         .to_owned(),
                 ),
             );
             return Ok(());
         }
-        let approval = agent
-            .setup
-            .approval
-            .clone()
-            .filter(|gate| gate.mode().asks(effect));
+        // A rule's ask asks in every mode, and its allow skips the question, except for
+        // leaving the sandbox, which is always asked.
+        let approval = agent.setup.approval.clone().filter(|gate| {
+            effect.needs_a_person()
+                || asked_by_rule
+                || (!allowed_by_rule && gate.mode().asks(effect))
+        });
         let pooled = tool.parallel_safe() && approval.is_none();
         let room = if pooled { cap } else { 1 };
         // An exclusive call waits for every earlier body; a pooled one for a free place. The

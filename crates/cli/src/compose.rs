@@ -127,8 +127,12 @@ async fn load_all(
         .load(ContextPlugin::new(context(settings)?))
         .await
         .map_err(|e| failed("the agent's context", e))?;
+    let rules = &settings.permissions;
+    let rules = dsh_tools::PermissionRules::new(&rules.allow, &rules.ask, &rules.deny)
+        .map_err(|e| Failure::config(e.to_string()))?;
     let config = LoopConfig {
         defaults: options(settings),
+        rules: Arc::new(rules),
         ..LoopConfig::default()
     };
     runtime

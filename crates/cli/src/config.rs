@@ -62,6 +62,12 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
             "sandbox.kernel".into(),
             json!({"value": kernel, "source": "kernel"}),
         );
+        for (name, list) in permission_lists(&s) {
+            out.insert(
+                format!("permissions.{name}"),
+                json!({"value": list, "source": "file"}),
+            );
+        }
         for (server, path) in &s.mcp_servers {
             out.insert(
                 format!("mcp_servers.{}", server.name),
@@ -82,6 +88,9 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
     }
     text.push_str(&format!("api_key = {key}  # env {var}\n"));
     text.push_str(&format!("sandbox.kernel = {kernel:?}  # kernel\n"));
+    for (name, list) in permission_lists(&s) {
+        text.push_str(&format!("permissions.{name} = {list:?}  # file\n"));
+    }
     // How each server is reached and which variables and headers it gets, never their values.
     for (server, path) in &s.mcp_servers {
         text.push_str(&format!(
@@ -93,4 +102,13 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
         ));
     }
     Ok(text)
+}
+
+/// The user's permission rules that the file set, by list.
+fn permission_lists(s: &Settings) -> Vec<(&'static str, &Vec<String>)> {
+    let p = &s.permissions;
+    [("allow", &p.allow), ("ask", &p.ask), ("deny", &p.deny)]
+        .into_iter()
+        .filter(|(_, list)| !list.is_empty())
+        .collect()
 }

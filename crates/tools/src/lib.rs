@@ -30,6 +30,7 @@ mod permission;
 mod plan;
 mod present;
 mod registry;
+mod rules;
 pub mod safe_text;
 mod tool;
 pub mod words;
@@ -48,4 +49,5 @@ pub use registry::{
     StandardToolRegistry, ToolRegistry, ToolRegistryError, ToolRegistryPlugin, ToolSet,
     valid_tool_name,
 };
+pub use rules::{PermissionRules, Rule, RuleError, Verdict};
 pub use tool::{Tool, ToolError, ToolOutput, ToolSchema};

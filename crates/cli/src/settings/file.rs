@@ -28,6 +28,16 @@ pub struct Loaded {
     pub headers: Vec<(String, String)>,
     /// `[mcp_servers.<name>]`, in the file's order.
     pub mcp_servers: Vec<super::mcp::McpServerEntry>,
+    /// `[permissions]`: the `allow`, `ask` and `deny` patterns.
+    pub permissions: Permissions,
+}
+
+/// The permission rules of the file, as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Permissions {
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    pub deny: Vec<String>,
 }
 
 /// Which file, if any, and whether it must exist: `--config`, else `DSH_CONFIG`, else the XDG
@@ -78,6 +88,7 @@ pub fn load(path: &Path, required: bool) -> Result<Option<Loaded>, Failure> {
         values: HashMap::new(),
         headers: Vec::new(),
         mcp_servers: Vec::new(),
+        permissions: Permissions::default(),
     };
     reader.table(document.as_table(), None, &mut loaded)?;
     Ok(Some(loaded))
@@ -131,6 +142,10 @@ impl Reader<'_> {
             }
             if full == "http.headers" {
                 self.headers(item, value_at, loaded)?;
+                continue;
+            }
+            if full == "permissions" {
+                loaded.permissions = self.permissions(item, value_at)?;
                 continue;
             }
             if full == "mcp_servers" {
@@ -197,6 +212,48 @@ impl Reader<'_> {
         }
         Ok(())
     }
+
+    /// `[permissions]`: `allow`, `ask` and `deny`, each a list of patterns; each pattern is
+    /// checked here, so a typo is refused with its line, not met at the first call.
+    fn permissions(&self, item: &Item, at: usize) -> Result<Permissions, Failure> {
+        let Some(table) = item.as_table_like() else {
+            return Err(self.refuse(at, "invalid type: permissions must be a table"));
+        };
+        let mut permissions = Permissions::default();
+        for (name, value) in table.iter() {
+            let value_at = value.span().map_or(at, |span| span.start);
+            let list = match name {
+                "allow" => &mut permissions.allow,
+                "ask" => &mut permissions.ask,
+                "deny" => &mut permissions.deny,
+                other => {
+                    return Err(self.refuse(
+                        value_at,
+                        &format!("unknown field `{other}`, expected one of `allow`, `ask`, `deny`"),
+                    ));
+                }
+            };
+            let Some(patterns) = value.as_array() else {
+                return Err(self.refuse(
+                    value_at,
+                    &format!("permissions.{name} must be a list of patterns such as \"bash(cargo test*)\""),
+                ));
+            };
+            for pattern in patterns.iter() {
+                let Some(text) = pattern.as_str() else {
+                    return Err(self.refuse(
+                        value_at,
+                        &format!("permissions.{name}: a pattern must be a string"),
+                    ));
+                };
+                if let Err(e) = dsh_tools::Rule::parse(text) {
+                    return Err(self.refuse(value_at, &e.to_string()));
+                }
+                list.push(text.to_owned());
+            }
+        }
+        Ok(permissions)
+    }
 }
 
 /// The message for a key the table does not know, listing what that table does hold.
@@ -213,7 +270,7 @@ fn unknown(name: &str, table: Option<&str>) -> String {
             None => TABLES
                 .iter()
                 .map(|t| (*t).to_owned())
-                .chain(["mcp_servers".to_owned()])
+                .chain(["mcp_servers".to_owned(), "permissions".to_owned()])
                 .collect::<Vec<_>>(),
             Some("http") => vec!["headers".to_owned()],
             Some(_) => Vec::new(),

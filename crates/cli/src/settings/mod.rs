@@ -118,6 +118,8 @@ pub struct Settings {
     pub headers: Vec<(String, String)>,
     /// `[mcp_servers.<name>]` with the file that set each.
     pub mcp_servers: Vec<(mcp::McpServerEntry, PathBuf)>,
+    /// `[permissions]`: the user's rules, as written.
+    pub permissions: file::Permissions,
     pub acp_permission: Set<PermissionMode>,
     /// The interactive terminal's permission mode.
     pub tui_permission: Set<PermissionMode>,
@@ -201,6 +203,10 @@ impl Settings {
                         .map(|entry| (entry.clone(), l.path.clone()))
                         .collect()
                 })
+                .unwrap_or_default(),
+            permissions: loaded
+                .as_ref()
+                .map(|l| l.permissions.clone())
                 .unwrap_or_default(),
             acp_permission: typed.get(&ACP_PERMISSION)?,
             tui_permission: typed.get(&TUI_PERMISSION)?,
