@@ -124,3 +124,28 @@ fn deny_and_ask_rules_hold_in_allow_mode() {
     assert!(said.contains("permission rule \"bash(\""), "{said}");
     assert!(said.contains(":2"), "names the line: {said}");
 }
+
+#[test]
+fn in_ask_mode_a_read_outside_the_project_asks_and_one_inside_does_not() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.work().join("inside.txt"), "INSIDE-TEXT\n").unwrap();
+    let outside = sandbox.root.path().join("outside.txt");
+    std::fs::write(&outside, "OUTSIDE-TEXT\n").unwrap();
+    let script = calls(
+        &sandbox,
+        &[
+            ("read", json!({"path": "inside.txt"})),
+            ("read", json!({"path": outside.display().to_string()})),
+        ],
+    );
+    // No terminal: a question is answered no.
+    let out = sandbox
+        .dsh_without_terminal(["--replay", &script, "run", "--permission", "ask", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stored = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+    assert!(stored.contains("INSIDE-TEXT"), "{stored}");
+    assert!(!stored.contains("OUTSIDE-TEXT"), "{stored}");
+    assert!(stored.contains("no terminal to ask on"), "{stored}");
+}

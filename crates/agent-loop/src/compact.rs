@@ -359,7 +359,7 @@ fn files(
             continue;
         };
         let list = match tool.effect(&args, roots) {
-            Effect::Read => &mut read,
+            Effect::Read | Effect::ReadOutside => &mut read,
             Effect::Edit | Effect::EditOutside => &mut modified,
             Effect::Execute | Effect::Confined | Effect::Escalate => continue,
         };

@@ -51,8 +51,8 @@ impl Tool for GlobTool {
         "glob".into()
     }
 
-    fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
-        Effect::Read
+    fn effect(&self, args: &serde_json::Value, roots: &Roots) -> Effect {
+        crate::write::read_effect_of(args, roots)
     }
 
     fn parallel_safe(&self) -> bool {

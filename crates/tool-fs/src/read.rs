@@ -57,8 +57,8 @@ impl Tool for ReadTool {
         Some(include_str!("../prompts/files.md").trim_end().to_owned())
     }
 
-    fn effect(&self, _args: &serde_json::Value, _roots: &Roots) -> Effect {
-        Effect::Read
+    fn effect(&self, args: &serde_json::Value, roots: &Roots) -> Effect {
+        crate::write::read_effect_of(args, roots)
     }
 
     fn parallel_safe(&self) -> bool {

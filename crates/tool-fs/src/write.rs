@@ -127,6 +127,20 @@ pub(crate) fn effect_of(args: &Value, roots: &Roots) -> Effect {
     }
 }
 
+/// What reading `args.path` does: a read inside the session's directories, or outside (which
+/// `ask` asks about). No path is the working directory: inside.
+pub(crate) fn read_effect_of(args: &Value, roots: &Roots) -> Effect {
+    match args
+        .get("path")
+        .and_then(Value::as_str)
+        .map(|p| roots.resolve(p))
+    {
+        Some(Ok(resolved)) if !resolved.inside => Effect::ReadOutside,
+        // A path that cannot be resolved fails in the call, with its reason.
+        Some(Ok(_) | Err(_)) | None => Effect::Read,
+    }
+}
+
 /// The caller must have read `path`, and it must not have changed since.
 pub(crate) fn check_seen(
     ledger: &Ledger,

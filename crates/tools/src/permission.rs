@@ -8,8 +8,10 @@ use std::str::FromStr;
 /// arguments ([`crate::Tool::effect`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Effect {
-    /// Reads or searches; changes nothing.
+    /// Reads or searches inside the session's directories; changes nothing.
     Read,
+    /// Reads or searches outside the session's directories: `ask` asks first.
+    ReadOutside,
     /// Changes files inside the session's directories.
     Edit,
     /// Changes files outside the session's directories.
@@ -31,6 +33,7 @@ impl Effect {
         match self {
             Effect::Escalate => true,
             Effect::Read
+            | Effect::ReadOutside
             | Effect::Edit
             | Effect::EditOutside
             | Effect::Execute
@@ -64,6 +67,8 @@ impl PermissionMode {
         match (self, effect) {
             (_, Effect::Escalate) => true,
             (_, Effect::Read) | (PermissionMode::Allow, _) => false,
+            (PermissionMode::Ask, Effect::ReadOutside) => true,
+            (PermissionMode::AcceptEdits, Effect::ReadOutside) => false,
             (
                 PermissionMode::Ask,
                 Effect::Edit | Effect::EditOutside | Effect::Execute | Effect::Confined,
@@ -114,14 +119,22 @@ mod tests {
     fn each_mode_asks_for_exactly_its_effects() {
         use Effect::*;
         use PermissionMode::*;
-        // (mode, [Read, Edit, EditOutside, Execute, Confined, Escalate])
+        // (mode, [Read, ReadOutside, Edit, EditOutside, Execute, Confined, Escalate])
         let table = [
-            (Ask, [false, true, true, true, true, true]),
-            (AcceptEdits, [false, false, true, true, false, true]),
-            (Allow, [false, false, false, false, false, true]),
+            (Ask, [false, true, true, true, true, true, true]),
+            (AcceptEdits, [false, false, false, true, true, false, true]),
+            (Allow, [false, false, false, false, false, false, true]),
         ];
         for (mode, row) in table {
-            let effects = [Read, Edit, EditOutside, Execute, Confined, Escalate];
+            let effects = [
+                Read,
+                ReadOutside,
+                Edit,
+                EditOutside,
+                Execute,
+                Confined,
+                Escalate,
+            ];
             for (effect, want) in effects.into_iter().zip(row) {
                 assert_eq!(mode.asks(effect), want, "{mode} {effect:?}");
             }
