@@ -287,3 +287,47 @@ fn one_command(sandbox: &dsh_e2e::Sandbox, arguments: serde_json::Value) -> Stri
         ]),
     )
 }
+
+#[test]
+fn writable_roots_from_the_configuration_are_writable_too() {
+    let sandbox = dsh_e2e::Sandbox::new();
+    let extra = sandbox.root.path().join("extra");
+    std::fs::create_dir(&extra).unwrap();
+    let config = sandbox.root.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[sandbox]\nwritable_roots = [{:?}]\n",
+            extra.display().to_string()
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let script = one_command(
+        &sandbox,
+        serde_json::json!({"command": format!("touch {}/ok; touch ../other", extra.display())}),
+    );
+    let out = sandbox
+        .dsh(["--config", &config, "--replay", &script, "run", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", dsh_e2e::text(&out.stderr));
+    assert!(extra.join("ok").exists());
+    assert!(!sandbox.root.path().join("other").exists());
+    let shown = dsh_e2e::text(
+        &sandbox
+            .dsh(["--config", &config, "config"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(shown.contains("sandbox.writable_roots = ["), "{shown}");
+    // A relative directory is refused, naming the setting.
+    std::fs::write(&config, "[sandbox]\nwritable_roots = [\"build\"]\n").unwrap();
+    let out = sandbox
+        .dsh(["--config", &config, "config"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    assert!(dsh_e2e::text(&out.stderr).contains("is not an absolute path"));
+}

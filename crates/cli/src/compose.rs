@@ -227,7 +227,7 @@ pub fn sandbox_policy(settings: &Settings) -> SandboxPolicy {
         "read-only" => SandboxPolicy::ReadOnly,
         "full-access" => SandboxPolicy::FullAccess,
         _ => SandboxPolicy::WorkspaceWrite {
-            writable: Vec::new(),
+            writable: settings.writable_roots.clone(),
             network: settings.sandbox_network.value,
         },
     }

@@ -62,6 +62,12 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
             "sandbox.kernel".into(),
             json!({"value": kernel, "source": "kernel"}),
         );
+        if !s.writable_roots.is_empty() {
+            out.insert(
+                "sandbox.writable_roots".into(),
+                json!({"value": s.writable_roots, "source": "file"}),
+            );
+        }
         for (name, list) in permission_lists(&s) {
             out.insert(
                 format!("permissions.{name}"),
@@ -88,6 +94,12 @@ fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
     }
     text.push_str(&format!("api_key = {key}  # env {var}\n"));
     text.push_str(&format!("sandbox.kernel = {kernel:?}  # kernel\n"));
+    if !s.writable_roots.is_empty() {
+        text.push_str(&format!(
+            "sandbox.writable_roots = {:?}  # file\n",
+            s.writable_roots
+        ));
+    }
     for (name, list) in permission_lists(&s) {
         text.push_str(&format!("permissions.{name} = {list:?}  # file\n"));
     }

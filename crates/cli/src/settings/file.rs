@@ -30,6 +30,9 @@ pub struct Loaded {
     pub mcp_servers: Vec<super::mcp::McpServerEntry>,
     /// `[permissions]`: the `allow`, `ask` and `deny` patterns.
     pub permissions: Permissions,
+    /// `[sandbox] writable_roots`: directories sandboxed commands may write besides the
+    /// session's, absolute (`~` expanded).
+    pub writable_roots: Vec<PathBuf>,
 }
 
 /// The permission rules of the file, as written.
@@ -89,6 +92,7 @@ pub fn load(path: &Path, required: bool) -> Result<Option<Loaded>, Failure> {
         headers: Vec::new(),
         mcp_servers: Vec::new(),
         permissions: Permissions::default(),
+        writable_roots: Vec::new(),
     };
     reader.table(document.as_table(), None, &mut loaded)?;
     Ok(Some(loaded))
@@ -142,6 +146,10 @@ impl Reader<'_> {
             }
             if full == "http.headers" {
                 self.headers(item, value_at, loaded)?;
+                continue;
+            }
+            if full == "sandbox.writable_roots" {
+                loaded.writable_roots = self.writable_roots(item, value_at)?;
                 continue;
             }
             if full == "permissions" {
@@ -211,6 +219,32 @@ impl Reader<'_> {
             loaded.headers.push((name.to_owned(), text.to_owned()));
         }
         Ok(())
+    }
+
+    /// `[sandbox] writable_roots`: a list of absolute directories (or `~/…`).
+    fn writable_roots(&self, item: &Item, at: usize) -> Result<Vec<PathBuf>, Failure> {
+        let Some(list) = item.as_array() else {
+            return Err(self.refuse(at, "sandbox.writable_roots must be a list of directories"));
+        };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut roots = Vec::new();
+        for value in list.iter() {
+            let Some(text) = value.as_str() else {
+                return Err(self.refuse(at, "sandbox.writable_roots: a directory must be a string"));
+            };
+            let path = match (text.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => PathBuf::from(text),
+            };
+            if !path.is_absolute() {
+                return Err(self.refuse(
+                    at,
+                    &format!("sandbox.writable_roots: {text:?} is not an absolute path (or ~/…)"),
+                ));
+            }
+            roots.push(path);
+        }
+        Ok(roots)
     }
 
     /// `[permissions]`: `allow`, `ask` and `deny`, each a list of patterns; each pattern is

@@ -120,6 +120,9 @@ pub struct Settings {
     pub mcp_servers: Vec<(mcp::McpServerEntry, PathBuf)>,
     /// `[permissions]`: the user's rules, as written.
     pub permissions: file::Permissions,
+    /// `[sandbox] writable_roots`: written to by sandboxed commands besides the session's
+    /// directories.
+    pub writable_roots: Vec<PathBuf>,
     pub acp_permission: Set<PermissionMode>,
     /// The interactive terminal's permission mode.
     pub tui_permission: Set<PermissionMode>,
@@ -207,6 +210,10 @@ impl Settings {
             permissions: loaded
                 .as_ref()
                 .map(|l| l.permissions.clone())
+                .unwrap_or_default(),
+            writable_roots: loaded
+                .as_ref()
+                .map(|l| l.writable_roots.clone())
                 .unwrap_or_default(),
             acp_permission: typed.get(&ACP_PERMISSION)?,
             tui_permission: typed.get(&TUI_PERMISSION)?,
