@@ -4,7 +4,7 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -125,6 +125,41 @@ test("in ask mode an allowed bash card reaches completed", async () => {
     assert.deepEqual(statuses, ["in_progress", "completed"]);
   });
   await finish(proc);
+});
+
+test("leaving the sandbox asks even in allow mode, and the question carries the reason", async () => {
+  const box = sandbox([
+    {
+      stream: [
+        {
+          tool_call: {
+            name: "bash",
+            arguments: { command: "touch ../outside", outside_sandbox: "the build writes beside the project" },
+          },
+        },
+      ],
+    },
+    { stream: [{ text: "done" }], finish: "stop" },
+  ]);
+  // The sandbox asked for by name: these scenarios otherwise run unconfined.
+  const proc = start(box, ["--sandbox", "workspace-write", "--permission", "allow"]);
+  const { app, asked } = peer("allow_once");
+  await app.connectWith(proc.stream, async (ctx) => {
+    await handshake(ctx);
+    const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "go" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+    assert.equal(asked.length, 1, "allow mode still asks before leaving the sandbox");
+    const shown = JSON.stringify(asked[0].toolCall.content);
+    assert.ok(shown.includes("outside the sandbox: the build writes beside the project"), shown);
+    assert.equal(asked[0].toolCall.rawInput.outside_sandbox, "the build writes beside the project");
+  });
+  await finish(proc);
+  // Allowed once, it ran unconfined.
+  assert.ok(existsSync(join(box.root, "outside")));
 });
 
 test("a cancelled prompt answers cancelled and the next prompt runs", async () => {
