@@ -335,11 +335,6 @@ impl App {
         self.turn.is_some()
     }
 
-    /// What the status line says.
-    pub fn status(&self) -> &Status {
-        &self.status
-    }
-
     /// A line of dsh's own words (safe) for the scrollback.
     fn say(&mut self, line: &str) {
         self.collect();
