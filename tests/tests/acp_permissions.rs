@@ -91,36 +91,90 @@ fn reject_an_error_an_unknown_option_and_a_dismissal_all_refuse_the_call() {
 }
 
 #[test]
-fn allow_always_covers_later_calls_of_that_session_only() {
+fn allow_always_is_remembered_for_the_project_and_not_another() {
     let sandbox = Sandbox::new();
+    // Two projects, each a repository of its own (a project is the nearest `.git` up).
+    let elsewhere = sandbox.root.path().join("elsewhere");
+    for project in [sandbox.work(), elsewhere.clone()] {
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+    }
     let script = sandbox.script(
         "s",
         json!([
-            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo one"}}}]},
-            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo two"}}}]},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo 1"}}}]},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo 2"}}}]},
             {"stream": [{"text": "done"}], "finish": "stop"},
-            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo three"}}}]},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo 3"}}}]},
+            {"stream": [{"text": "done"}], "finish": "stop"},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo 4"}}}]},
             {"stream": [{"text": "done"}], "finish": "stop"}
         ]),
     );
     let (mut acp, first) = ask(&sandbox, &script, Policy::Always);
     let (_, updates) = acp.prompt_to_end(&first, "go");
     assert_eq!(acp.asked.len(), 1, "one question for two calls");
+    let labels: Vec<&str> = acp.asked[0]["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels[1], "Always allow bash commands starting with `echo` in this project",
+        "{labels:?}"
+    );
     let second_call = updates
         .iter()
         .filter(|u| u["sessionUpdate"] == "tool_call")
         .nth(1)
         .unwrap();
     assert_eq!(second_call["status"], "in_progress");
-    let in_progress = updates
-        .iter()
-        .filter(|u| u["status"] == "in_progress")
-        .count();
-    assert_eq!(in_progress, 2, "one start per call: {updates:?}");
-    let other = acp.new_session(&sandbox.work());
+    // The log says what was remembered, and for which project.
+    let stored = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+    assert!(stored.contains(r#""type":"permission/rule""#), "{stored}");
+    assert!(stored.contains(r#""rule":"bash(echo:*)""#), "{stored}");
+    // A second session of the project is not asked, and announces the call running.
+    let again = acp.new_session(&sandbox.work());
+    let (_, updates) = acp.prompt_to_end(&again, "go");
+    assert_eq!(acp.asked.len(), 1, "not asked again in the project");
+    assert_eq!(updates[0]["status"], "in_progress", "{updates:?}");
+    // Another project's session is.
+    let other = acp.new_session(&elsewhere);
     acp.prompt_to_end(&other, "go");
-    assert_eq!(acp.asked.len(), 2, "another session is asked again");
+    assert_eq!(acp.asked.len(), 2, "another project is asked");
     acp.finish();
+    // Nothing was written into either repository.
+    assert!(
+        std::fs::read_dir(sandbox.work().join(".git"))
+            .unwrap()
+            .next()
+            .is_some()
+    );
+    assert!(!sandbox.work().join(".dsh").exists());
+    // `dsh permissions` lists it, and `rm` forgets it.
+    let listed = sandbox.dsh(["permissions"]).output().unwrap();
+    let shown = dsh_e2e::text(&listed.stdout);
+    assert!(shown.contains("   1  bash(echo:*)"), "{shown}");
+    assert!(!shown.contains("elsewhere"), "only this project's: {shown}");
+    // The other project's question was answered "always" too: it has its own.
+    let all = dsh_e2e::text(
+        &sandbox
+            .dsh(["permissions", "--all"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(all.contains("elsewhere"), "{all}");
+    let rm = sandbox.dsh(["permissions", "rm", "1"]).output().unwrap();
+    assert_eq!(rm.status.code(), Some(0), "{}", dsh_e2e::text(&rm.stderr));
+    assert!(dsh_e2e::text(&rm.stdout).contains("forgot bash(echo:*)"));
+    let listed = dsh_e2e::text(&sandbox.dsh(["permissions"]).output().unwrap().stdout);
+    assert!(
+        listed.contains("no \"always\" answers remembered"),
+        "{listed}"
+    );
+    let missing = sandbox.dsh(["permissions", "rm", "1"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
 }
 
 #[test]
@@ -180,14 +234,15 @@ fn closing_stdin_while_asking_exits_without_running_the_call() {
 }
 
 #[test]
-fn allow_always_does_not_survive_a_reload() {
+fn allow_always_holds_after_a_reload_in_a_new_process() {
     let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.work().join(".git")).unwrap();
     let script = sandbox.script(
         "s",
         json!([
-            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo one"}}}]},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo 1"}}}]},
             {"stream": [{"text": "done"}], "finish": "stop"},
-            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "echo two"}}}]},
+            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "make && echo x"}}}]},
             {"stream": [{"text": "done"}], "finish": "stop"}
         ]),
     );
@@ -206,10 +261,11 @@ fn allow_always_does_not_survive_a_reload() {
     assert!(loaded["result"]["configOptions"].is_array(), "{loaded}");
     let (response, updates) = again.prompt_to_end(&session, "go again");
     assert_eq!(response["result"]["stopReason"], "end_turn");
-    assert_eq!(again.asked.len(), 1, "asked again after the reload");
-    assert!(
-        updates[0].get("status").is_none(),
-        "announced pending: {updates:?}"
-    );
+    assert!(again.asked.is_empty(), "remembered across processes");
+    assert_eq!(updates[0]["status"], "in_progress", "{updates:?}");
+    // A chained command is not what `echo` was allowed for (each process replays the
+    // script from its start: this is its second call).
+    again.prompt_to_end(&session, "chain");
+    assert_eq!(again.asked.len(), 1, "a chained command asks");
     again.finish();
 }

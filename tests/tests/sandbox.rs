@@ -155,7 +155,7 @@ async fn without_landlock_a_sandboxed_command_is_refused_not_run_unconfined() {
     // Started by hand with the variable set, the helper refuses and runs nothing.
     let marker = project.path().join("ran");
     let refused = std::process::Command::new(dsh_e2e::binary())
-        .args([sandbox::ARG, "offline", "0", "--", "touch"])
+        .args([sandbox::ARG, "offline", "nogit", "0", "--", "touch"])
         .arg(&marker)
         .env(sandbox::LANDLOCK_VAR, "off")
         .output()
@@ -242,6 +242,18 @@ fn dsh_run_confines_commands_to_the_project_by_default_and_says_when_it_cannot()
         "{stderr}"
     );
     assert!(!sandbox.root.path().join("outside").exists(), "{stderr}");
+    // In `allow` mode (the default of `dsh run`) too: the command is asked about, never run
+    // unconfined unasked.
+    std::fs::remove_file(sandbox.work().join("inside")).unwrap();
+    let out = sandbox
+        .dsh_without_terminal(["--replay", &script, "run", "go"])
+        .env(sandbox::LANDLOCK_VAR, "off")
+        .output()
+        .unwrap();
+    let stderr = dsh_e2e::text(&out.stderr);
+    assert!(stderr.contains("sandbox cannot start here"), "{stderr}");
+    assert!(!sandbox.work().join("inside").exists(), "{stderr}");
+    assert!(!sandbox.root.path().join("outside").exists(), "{stderr}");
     // `dsh config` says what the kernel gives.
     let config = sandbox
         .dsh(["--replay", "demo", "config"])
@@ -263,7 +275,7 @@ fn leaving_the_sandbox_with_no_one_to_ask_is_refused() {
         serde_json::json!({"command": "touch ../outside", "outside_sandbox": "it must"}),
     );
     let out = sandbox
-        .dsh(["--replay", &script, "run", "go"])
+        .dsh_without_terminal(["--replay", &script, "run", "go"])
         .output()
         .unwrap();
     let stderr = dsh_e2e::text(&out.stderr);
@@ -272,7 +284,7 @@ fn leaving_the_sandbox_with_no_one_to_ask_is_refused() {
     // The model was told why, in the call's result.
     let stored = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
     assert!(
-        stored.contains("this session has no one to ask"),
+        stored.contains("there is no terminal to ask on"),
         "{stored}"
     );
 }
@@ -314,20 +326,127 @@ fn writable_roots_from_the_configuration_are_writable_too() {
     assert_eq!(out.status.code(), Some(0), "{}", dsh_e2e::text(&out.stderr));
     assert!(extra.join("ok").exists());
     assert!(!sandbox.root.path().join("other").exists());
-    let shown = dsh_e2e::text(
-        &sandbox
+    // `dsh config` with the file as it is, or with `text` written to it first.
+    let dsh_config = |text: Option<&str>| {
+        if let Some(text) = text {
+            std::fs::write(&config, text).unwrap();
+        }
+        sandbox
             .dsh(["--config", &config, "config"])
             .output()
             .unwrap()
-            .stdout,
-    );
+    };
+    let shown = dsh_e2e::text(&dsh_config(None).stdout);
     assert!(shown.contains("sandbox.writable_roots = ["), "{shown}");
     // A relative directory is refused, naming the setting.
-    std::fs::write(&config, "[sandbox]\nwritable_roots = [\"build\"]\n").unwrap();
-    let out = sandbox
-        .dsh(["--config", &config, "config"])
-        .output()
-        .unwrap();
+    let out = dsh_config(Some("[sandbox]\nwritable_roots = [\"build\"]\n"));
     assert_eq!(out.status.code(), Some(6));
     assert!(dsh_e2e::text(&out.stderr).contains("is not an absolute path"));
+    // An MCP server is sandboxed when its table says so; one reached at a URL cannot be.
+    let out = dsh_config(Some(
+        "[mcp_servers.files]\ncommand = \"files-server\"\nsandbox = true\n",
+    ));
+    let shown = dsh_e2e::text(&out.stdout);
+    assert!(shown.contains("stdio: files-server; sandboxed"), "{shown}");
+    let out = dsh_config(Some(
+        "[mcp_servers.web]\nurl = \"https://example.org/mcp\"\nsandbox = true\n",
+    ));
+    assert_eq!(out.status.code(), Some(6));
+    assert!(dsh_e2e::text(&out.stderr).contains("`sandbox` confines a server dsh starts"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_hooks_and_config_stay_read_only_in_a_writable_project() {
+    let project = tempfile::tempdir().unwrap();
+    let git = project.path().join(".git");
+    std::fs::create_dir_all(git.join("objects")).unwrap();
+    std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    let exec = executor();
+    let status = exec.sandbox_status().unwrap();
+    assert_eq!(status.git_unguarded, None, "{status:?}");
+    assert!(exec.sandbox().unwrap().is_empty());
+    let policy = workspace(project.path(), false);
+    // The hooks directory and the config file are made (empty) so neither can be planted.
+    for attack in [
+        "echo evil > .git/hooks/pre-commit",
+        "printf '[core]\\n\\thooksPath = /tmp\\n' >> .git/config",
+        "mv .git .git-old",
+        "rm -rf .git/hooks",
+    ] {
+        let (code, out) = run(&exec, project.path(), policy.clone(), attack).await;
+        assert_ne!(code, 0, "{attack}: {out}");
+    }
+    assert!(!git.join("hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(git.join("config")).unwrap(), "");
+    assert!(git.join("HEAD").exists() && !project.path().join(".git-old").exists());
+    // The rest of the repository and the project stay writable (git itself works).
+    let (code, out) = run(
+        &exec,
+        project.path(),
+        policy.clone(),
+        "echo x > .git/objects/probe && echo y > file && cat .git/objects/probe file",
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "x\ny\n"));
+    // Outside the sandbox nothing was mounted: the hooks are writable as before.
+    std::fs::write(git.join("hooks/post-checkout"), "#!/bin/sh\n").unwrap();
+    exec.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_asked_to_be_sandboxed_runs_confined_or_not_at_all() {
+    use dsh_e2e::mcp_fault::{FaultReports, REPORT_VAR};
+    use dsh_mcp::{McpConnector, ServerSpec, Transport};
+    let exec = executor();
+    let project = tempfile::tempdir().unwrap();
+    let mut reports = FaultReports::new();
+    let report_path = reports.path().display().to_string();
+    let spec = |extra: Option<(&str, &str)>| {
+        let mut spec = ServerSpec::stdio(
+            "boxed",
+            env!("CARGO_BIN_EXE_mcp-fault-server"),
+            Vec::<String>::new(),
+        );
+        if let Transport::Stdio { env, .. } = &mut spec.transport {
+            env.push((REPORT_VAR.into(), report_path.clone()));
+            env.extend(extra.map(|(k, v)| (k.to_owned(), v.to_owned())));
+        }
+        spec.sandbox = Some(dsh_mcp::Sandbox {
+            writable: vec![project.path().to_path_buf()],
+            network: false,
+        });
+        spec
+    };
+    let connector = dsh_mcp_rmcp::RmcpConnector::contained(exec.clone());
+    let server = connector.connect(&spec(None)).await.unwrap();
+    assert!(!server.tools().await.unwrap().is_empty());
+    let pid = reports.wait_for("started").await;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(
+        status.contains("Seccomp:\t2"),
+        "the network filter: {status}"
+    );
+    server.shutdown().await;
+    // Where the kernel cannot confine it, it is not started: never run unconfined.
+    let refused = connector
+        .connect(&spec(Some((sandbox::LANDLOCK_VAR, "off"))))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            &refused,
+            dsh_mcp::McpError::Start { .. } | dsh_mcp::McpError::Timeout { .. }
+        ),
+        "{refused}"
+    );
+    // With no executor to confine it, the connector refuses before starting anything.
+    let alone = dsh_mcp_rmcp::RmcpConnector::default()
+        .connect(&spec(None))
+        .await
+        .err()
+        .unwrap();
+    assert!(alone.to_string().contains("to run sandboxed"), "{alone}");
+    exec.dispose().await;
 }

@@ -144,18 +144,27 @@ fn a_prompt_streams_and_ctrl_d_leaves_the_whole_conversation_in_the_log() {
 }
 
 #[test]
-fn an_edit_answered_always_lets_the_next_one_pass_unasked() {
+fn an_edit_answered_always_is_remembered_for_the_project_and_not_another() {
     let model = Model::start(vec![
         MockResponse::tool_call("write", &json!({"path": "a.txt", "content": "one\n"})),
         MockResponse::tool_call("write", &json!({"path": "b.txt", "content": "two\n"})),
         MockResponse::text("both written"),
+        MockResponse::tool_call("write", &json!({"path": "c.txt", "content": "three\n"})),
+        MockResponse::text("third written"),
+        MockResponse::tool_call("write", &json!({"path": "d.txt", "content": "four\n"})),
+        MockResponse::text("fourth written"),
     ]);
     let sandbox = Sandbox::new();
+    // Another project, sharing this one's data directory (where answers are remembered).
+    let other = Sandbox::new();
+    for project in [sandbox.work(), other.work()] {
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+    }
     let marker = mark("always");
     let tui = dsh(&sandbox, &model, &["--permission", "ask"], &marker);
     tui.wait_for("› ");
     tui.line("write two files");
-    tui.wait_for("a yes, always: every write call");
+    tui.wait_for("a yes, always here: every write call");
     tui.keys(b"a");
     tui.wait_for("both written");
     let screen = tui.screen();
@@ -164,11 +173,45 @@ fn an_edit_answered_always_lets_the_next_one_pass_unasked() {
         1,
         "one question: {screen}"
     );
-    assert!(screen.contains("✓ allowed: every write call"), "{screen}");
+    assert!(
+        screen.contains("✓ allowed from now on in this project: every write call"),
+        "{screen}"
+    );
     assert_eq!(
         std::fs::read_to_string(sandbox.work().join("b.txt")).unwrap(),
         "two\n"
     );
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    // A second session of the project is not asked.
+    let tui = dsh(&sandbox, &model, &["--permission", "ask"], &marker);
+    tui.wait_for("› ");
+    tui.line("one more");
+    tui.wait_for("third written");
+    assert!(!tui.screen().contains("? write"), "{}", tui.screen());
+    assert!(sandbox.work().join("c.txt").exists());
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    // Another project's session is.
+    let data = sandbox.data().display().to_string();
+    let base = model.server.base_url();
+    let tui = Tui::start(
+        &other,
+        &["--base-url", &base, "--model", "m", "--permission", "ask"],
+        &[
+            ("DSH_API_KEY_ENV", ""),
+            ("DSH_TUI_MARK", &marker),
+            ("DSH_DATA_DIR", &data),
+        ],
+        ROWS,
+        COLS,
+    );
+    tui.wait_for("› ");
+    tui.line("elsewhere");
+    tui.wait_for("? write");
+    tui.keys(b"y");
+    tui.wait_for("fourth written");
+    assert!(other.work().join("d.txt").exists());
     tui.keys(b"\x04");
     assert_eq!(tui.exit().0, 0);
     census(&marker);

@@ -82,6 +82,11 @@ pub struct AcpConfig {
     /// The model server's base URL (none for a scripted model), recorded with each session
     /// so that a terminal continuing it goes back there.
     pub server: Option<String>,
+    /// The user's permission rules, which the agent loop applies too: a call they allow
+    /// (or deny) is announced running rather than waiting for a question.
+    pub rules: std::sync::Arc<dsh_tools::PermissionRules>,
+    /// Where the loop remembers "always" answers, read when a session opens for the same.
+    pub remembered: Option<std::sync::Arc<dyn dsh_tools::RememberedRules>>,
 }
 
 impl Default for AcpConfig {
@@ -98,6 +103,8 @@ impl Default for AcpConfig {
             prices: None,
             commands_dir: None,
             server: None,
+            rules: std::sync::Arc::new(dsh_tools::PermissionRules::none()),
+            remembered: None,
         }
     }
 }

@@ -15,7 +15,6 @@
 //!   and teardown) answers `-32603` ([`crate::reply::Reply`] on drop).
 //! - **Idle means no open prompt** ([`PromptSlot::settled`]): teardown waits on it.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,10 +34,31 @@ use crate::render::RenderCaps;
 use crate::reply::{Reply, result};
 use crate::rpc::RpcError;
 
-/// The permission grants of one session (tool names), shared with its gate.
+/// The allow rules of the "always" answers given in one session, shared with its gate: a
+/// call one covers is not announced as waiting for a question (the loop remembers them for
+/// the project and does not ask).
 #[derive(Default)]
 pub(crate) struct Grants {
-    pub always: Mutex<HashSet<String>>,
+    pub always: Mutex<Vec<dsh_tools::Rule>>,
+    /// The configuration's rules, as the loop applies them.
+    pub rules: Arc<dsh_tools::PermissionRules>,
+}
+
+impl Grants {
+    /// Whether the loop will ask about a call with `effect` in `mode`: the configuration's
+    /// rules and the "always" answers decide first, as in the loop.
+    pub fn asks(
+        &self,
+        mode: PermissionMode,
+        effect: dsh_tools::Effect,
+        tool: &str,
+        args: &serde_json::Value,
+        roots: &dsh_tools::Roots,
+    ) -> bool {
+        let always = self.always.lock();
+        let verdict = self.rules.verdict_with(tool, args, roots, &always);
+        mode.asks_under(effect, verdict.map(|(verdict, _)| verdict))
+    }
 }
 
 /// A session's permission mode, shared by its gate and the option that changes it.

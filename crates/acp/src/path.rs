@@ -17,6 +17,7 @@ use dsh_agent::record::Record as LogRecord;
 use dsh_agent::record::{CompactingRecord, ToolProgressRecord};
 use dsh_agent::{MessageId, TurnOutcome};
 use dsh_session::{EventType, SessionEvent, SessionId};
+use dsh_tools::safe_text::SafeText;
 use dsh_tools::{Roots, ToolRegistry, ToolResultView};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -47,9 +48,10 @@ pub(crate) enum Item {
         turn: u32,
         step: u32,
         call_id: String,
-        tool: String,
         /// What the call would change (an edit's diff), shown in the question.
         preview: Option<ToolResultView>,
+        /// What "always" would allow, in words; `None`: "always" is not offered.
+        always: Option<String>,
         reply: oneshot::Sender<Option<(i64, Answer)>>,
     },
     /// An asked-about call was allowed: it is now running.
@@ -110,16 +112,16 @@ impl OrderedPath {
                     turn,
                     step,
                     call_id,
-                    tool,
                     preview,
+                    always,
                     reply,
                 } => {
                     let asked = Asked {
                         turn,
                         step,
                         call_id,
-                        tool,
                         preview,
+                        always,
                     };
                     self.permission(asked, reply).await;
                 }
@@ -316,17 +318,18 @@ struct Asked {
     turn: u32,
     step: u32,
     call_id: String,
-    tool: String,
     preview: Option<ToolResultView>,
+    always: Option<String>,
 }
 
 fn asks(parts: &PathParts, session: &LiveSession, tool: &str, args: &Value) -> bool {
     let roots = Roots::new(session.cwd.clone(), Vec::new());
-    parts
-        .tools
-        .get(tool)
-        .is_some_and(|t| session.mode.lock().asks(t.effect(args, &roots)))
-        && !session.grants.always.lock().contains(tool)
+    let mode = *session.mode.lock();
+    parts.tools.get(tool).is_some_and(|t| {
+        session
+            .grants
+            .asks(mode, t.effect(args, &roots), tool, args, &roots)
+    })
 }
 
 fn context<'a>(
@@ -389,15 +392,23 @@ fn permission_request(
     asked: &Asked,
     call: crate::render::Announced,
 ) -> RequestPermissionRequest {
-    let options = vec![
-        PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
-        PermissionOption::new(
+    let mut options = vec![PermissionOption::new(
+        "allow_once",
+        "Allow",
+        PermissionOptionKind::AllowOnce,
+    )];
+    if let Some(always) = &asked.always {
+        options.push(PermissionOption::new(
             "allow_always",
-            format!("Always allow {} in this session", asked.tool),
+            format!("Always allow {} in this project", SafeText::plain(always)),
             PermissionOptionKind::AllowAlways,
-        ),
-        PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
-    ];
+        ));
+    }
+    options.push(PermissionOption::new(
+        "reject_once",
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
     let mut content = call.content;
     let mut fields = ToolCallUpdateFields::new()
         .title(call.title)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{RequestPermissionOutcome, RequestPermissionResponse};
 use async_trait::async_trait;
-use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode};
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, Effect, Grant, PermissionMode};
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -41,19 +41,15 @@ impl ApprovalGate for SessionGate {
 
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
-        // Leaving the sandbox is asked about every time: no earlier "always" covers it.
-        if !request.effect.needs_a_person() && self.grants.always.lock().contains(&request.tool) {
-            // It was announced as waiting before the grant: it runs now.
-            self.allowed(&request);
-            return ApprovalDecision::Allow;
-        }
         let (reply, asked) = oneshot::channel();
         let item = Item::Permission {
             turn: request.turn,
             step: request.step,
             call_id: request.call_id.clone(),
-            tool: request.tool.clone(),
             preview: request.preview.clone(),
+            // What "always" would allow, in words; leaving the sandbox offers no "always".
+            always: (request.effect != Effect::Escalate)
+                .then(|| Grant::for_call(&request.tool, &request.arguments).describe()),
             reply,
         };
         if self.queue.send(item).is_err() {
@@ -167,10 +163,19 @@ impl SessionGate {
                 self.allowed(request);
                 ApprovalDecision::Allow
             }
-            "allow_always" => {
-                self.grants.always.lock().insert(request.tool.clone());
+            // Leaving the sandbox is offered no "always"; an answer that says it anyway
+            // allows this call alone.
+            "allow_always" if request.effect == Effect::Escalate => {
                 self.allowed(request);
                 ApprovalDecision::Allow
+            }
+            "allow_always" => {
+                let rule = Grant::for_call(&request.tool, &request.arguments).rule();
+                if let Ok(parsed) = dsh_tools::Rule::parse(&rule) {
+                    self.grants.always.lock().push(parsed);
+                }
+                self.allowed(request);
+                ApprovalDecision::AllowAlways { rule }
             }
             "reject_once" => reject(DECLINED),
             _ => reject(FAILED_CLOSED),

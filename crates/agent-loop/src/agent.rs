@@ -47,6 +47,9 @@ pub(crate) struct LoopAgent {
     /// The context (tokens) when an automatic compaction last failed: the next is tried only
     /// once the context grew past it by a twentieth of the window, not at every step.
     pub(crate) compaction_failed_at: Mutex<Option<u64>>,
+    /// The allow rules of "always" answers for this session's project: read from where
+    /// they are remembered at the first call that needs them, then extended by each answer.
+    pub(crate) remembered: Mutex<Option<Vec<dsh_tools::Rule>>>,
     /// Whether the session has a title (or a prompt of a dsh that wrote none): the first
     /// prompt of a session without one names it.
     pub(crate) titled: AtomicBool,
@@ -70,6 +73,48 @@ impl LoopAgent {
             PathBuf::from(self.session.header().cwd.clone()),
             self.setup.additional_dirs.clone(),
         )
+    }
+
+    /// The allow rules remembered for this session's project, read once; one that no longer
+    /// parses is skipped (and logged), never a reason to fail the call.
+    pub(crate) fn remembered_rules(&self) -> Vec<dsh_tools::Rule> {
+        let mut cell = self.remembered.lock();
+        cell.get_or_insert_with(|| {
+            let Some(store) = &self.shared.config.remembered.0 else {
+                return Vec::new();
+            };
+            let cwd = PathBuf::from(self.session.header().cwd.clone());
+            store
+                .rules(&cwd)
+                .iter()
+                .filter_map(|text| {
+                    dsh_tools::Rule::parse(text)
+                        .inspect_err(|e| tracing::warn!("a remembered rule is skipped: {e}"))
+                        .ok()
+                })
+                .collect()
+        })
+        .clone()
+    }
+
+    /// Adds the allow rule of an "always" answer to this session's and remembers it for the
+    /// project; the project, or `None` when it holds for this session only (the rule is
+    /// not one, or it could not be stored).
+    pub(crate) fn remember(&self, rule: &str) -> Option<String> {
+        let parsed = dsh_tools::Rule::parse(rule)
+            .inspect_err(|e| tracing::warn!("an \"always\" answer gave no rule: {e}"))
+            .ok()?;
+        self.remembered_rules();
+        if let Some(rules) = self.remembered.lock().as_mut() {
+            rules.push(parsed);
+        }
+        let store = self.shared.config.remembered.0.as_ref()?;
+        let cwd = PathBuf::from(self.session.header().cwd.clone());
+        store
+            .remember(&cwd, rule)
+            .inspect_err(|e| tracing::warn!("an \"always\" answer is not remembered: {e}"))
+            .ok()
+            .map(|project| project.to_string_lossy().into_owned())
     }
 
     /// The value `key` has when the log recorded none: what the agent was configured with.
@@ -172,6 +217,7 @@ impl LoopAgent {
             }),
             history: Mutex::new(Projection::default()),
             compaction_failed_at: Mutex::new(None),
+            remembered: Mutex::new(None),
             titled: AtomicBool::new(parts.titled),
             config: Mutex::new(parts.config),
             system: OnceLock::new(),

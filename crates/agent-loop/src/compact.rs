@@ -361,7 +361,7 @@ fn files(
         let list = match tool.effect(&args, roots) {
             Effect::Read | Effect::ReadOutside => &mut read,
             Effect::Edit | Effect::EditOutside => &mut modified,
-            Effect::Execute | Effect::Confined | Effect::Escalate => continue,
+            Effect::Execute | Effect::Confined | Effect::Escalate | Effect::Unconfined => continue,
         };
         if !list.iter().any(|p| p == path) {
             list.push(path.to_owned());

@@ -33,6 +33,32 @@ pub struct LoopConfig {
     /// The user's permission rules: a call they deny does not run, one they ask about is
     /// asked in every mode, one they allow runs unasked.
     pub rules: std::sync::Arc<dsh_tools::PermissionRules>,
+    /// Where "always" answers are remembered per project (none: for the session only).
+    pub remembered: Remembered,
+}
+
+/// Where "always" answers are remembered, if anywhere. Two are equal when they are the
+/// same provider.
+#[derive(Clone, Default)]
+pub struct Remembered(pub Option<std::sync::Arc<dyn dsh_tools::RememberedRules>>);
+
+impl std::fmt::Debug for Remembered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Some(_) => "Remembered(Some(..))",
+            None => "Remembered(None)",
+        })
+    }
+}
+
+impl PartialEq for Remembered {
+    fn eq(&self, other: &Remembered) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            (Some(_), None) | (None, Some(_)) => false,
+        }
+    }
 }
 
 impl Default for LoopConfig {
@@ -43,6 +69,7 @@ impl Default for LoopConfig {
             tool_cancel_grace: Duration::from_secs(2),
             agents: Vec::new(),
             rules: std::sync::Arc::new(dsh_tools::PermissionRules::none()),
+            remembered: Remembered::default(),
         }
     }
 }

@@ -142,6 +142,7 @@ impl Projection {
             | Record::Title(_)
             | Record::ConfigChanged(_)
             | Record::Plan(_)
+            | Record::PermissionRule(_)
             | Record::Other => {}
         }
     }

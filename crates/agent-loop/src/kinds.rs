@@ -20,6 +20,7 @@ pub(crate) struct Kinds {
     pub(crate) title: EventType,
     pub(crate) config: EventType,
     pub(crate) plan: EventType,
+    pub(crate) permission_rule: EventType,
 }
 
 impl Kinds {
@@ -42,6 +43,7 @@ impl Kinds {
             title: EventType::new(dsh_session::SESSION_TITLE)?,
             config: EventType::new(dsh_agent::CONFIG_CHANGED)?,
             plan: EventType::new(dsh_agent::record::PLAN_UPDATED)?,
+            permission_rule: EventType::new(dsh_agent::record::PERMISSION_RULE)?,
         })
     }
 }

@@ -56,7 +56,7 @@ use dsh_agent::{AgentFactory, AgentRegistry, CreateAgent, ResumeAgent};
 use dsh_kernel::{BoxError, Plugin, Scope};
 use dsh_session::{EventClass, SessionPersistence, SessionStore};
 
-pub use config::{ConfiguredAgent, LoopConfig};
+pub use config::{ConfiguredAgent, LoopConfig, Remembered};
 pub use history::CANCELLED_NOTE;
 
 use crate::registry::LoopRegistry;
@@ -94,6 +94,7 @@ impl Plugin for AgentLoopPlugin {
             &kinds.title,
             &kinds.config,
             &kinds.plan,
+            &kinds.permission_rule,
         ] {
             store.vocabulary().register(kind, EventClass::Ignorable)?;
         }

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use dsh_agent::record::PlanRecord;
+use dsh_agent::record::{PermissionRuleRecord, PlanRecord};
 use dsh_kernel::{CancellationToken, TaskHandle};
 use dsh_llm::ToolCall;
 use dsh_session::{Failure, MAX_EVENT_BYTES, ToolCallRecord, ToolResultRecord, failure_code};
 use dsh_tools::{
-    ApprovalDecision, ApprovalRequest, Plan, Tool, ToolContext, ToolError, ToolOutput, ToolSet,
-    codes,
+    ApprovalDecision, ApprovalRequest, PermissionMode, Plan, Tool, ToolContext, ToolError,
+    ToolOutput, ToolSet, codes,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -230,11 +230,12 @@ impl Phase<'_, '_> {
             (Some(tool), Ok(args)) => (tool, args),
         };
         let effect = tool.effect(&args, &agent.roots());
+        let remembered = agent.remembered_rules();
         let verdict = agent
             .shared
             .config
             .rules
-            .verdict(&call.name, &args, &agent.roots())
+            .verdict_with(&call.name, &args, &agent.roots(), &remembered)
             .map(|(verdict, rule)| (verdict, rule.text.clone()));
         if let Some((RuleSays::Deny, rule)) = &verdict {
             self.finish(
@@ -248,9 +249,11 @@ impl Phase<'_, '_> {
             );
             return Ok(());
         }
-        let asked_by_rule = matches!(verdict, Some((RuleSays::Ask, _)));
-        let allowed_by_rule = matches!(verdict, Some((RuleSays::Allow, _)));
-        if (effect.needs_a_person() || asked_by_rule) && agent.setup.approval.is_none() {
+        let said = verdict.as_ref().map(|(said, _)| *said);
+        // Asked even in `allow` mode: leaving the sandbox; a command the missing sandbox
+        // would have confined, unless a rule allows it; what a rule asks about.
+        let asked_in_every_mode = PermissionMode::Allow.asks_under(effect, said);
+        if asked_in_every_mode && agent.setup.approval.is_none() {
             // Nobody can say yes to it here (a run with no one to ask): it does not run.
             self.finish(
                 index,
@@ -266,11 +269,11 @@ impl Phase<'_, '_> {
         }
         // A rule's ask asks in every mode, and its allow skips the question, except for
         // leaving the sandbox, which is always asked.
-        let approval = agent.setup.approval.clone().filter(|gate| {
-            effect.needs_a_person()
-                || asked_by_rule
-                || (!allowed_by_rule && gate.mode().asks(effect))
-        });
+        let approval = agent
+            .setup
+            .approval
+            .clone()
+            .filter(|gate| gate.mode().asks_under(effect, said));
         let pooled = tool.parallel_safe() && approval.is_none();
         let room = if pooled { cap } else { 1 };
         // An exclusive call waits for every earlier body; a pooled one for a free place. The
@@ -327,6 +330,7 @@ impl Phase<'_, '_> {
             };
             match decision {
                 ApprovalDecision::Allow => {}
+                ApprovalDecision::AllowAlways { rule } => self.remember(index, rule),
                 ApprovalDecision::Reject { reason } => {
                     self.finish(
                         index,
@@ -352,6 +356,22 @@ impl Phase<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// An "always" answer: its rule holds for the rest of the session and is remembered for
+    /// the project, and the log says so (`permission/rule`).
+    fn remember(&mut self, index: usize, rule: String) {
+        let agent = self.writer.agent;
+        let project = agent.remember(&rule);
+        let record = PermissionRuleRecord {
+            turn: self.turn,
+            step: self.step,
+            call_id: self.slots[index].call.id.clone(),
+            rule,
+            project,
+        };
+        self.writer
+            .append(&agent.shared.kinds.permission_rule, &record);
     }
 
     fn record_call(&mut self, index: usize, record: &ToolCallRecord) {

@@ -212,6 +212,27 @@ pub struct PlanRecord {
     pub entries: Vec<PlanEntry>,
 }
 
+/// The kind of [`PermissionRuleRecord`]. Ignorable: an older dsh loads the log without it.
+pub const PERMISSION_RULE: &str = "permission/rule";
+
+/// `permission/rule`: the user answered "always" to a call, and this allow rule is
+/// remembered for the project from here on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionRuleRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// The call the answer was about.
+    pub call_id: String,
+    /// The rule, in the configuration's pattern language.
+    pub rule: String,
+    /// The project it is remembered for; `None` when it could not be stored (it then holds
+    /// for this session only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
 /// The kind of [`ToolProgressRecord`], an ephemeral notice (never in the log).
 pub const TOOL_PROGRESS: &str = "tool/progress";
 
@@ -302,6 +323,8 @@ pub enum Record {
     ConfigChanged(ConfigChangedRecord),
     /// `plan/updated`.
     Plan(PlanRecord),
+    /// `permission/rule`.
+    PermissionRule(PermissionRuleRecord),
     /// A kind outside this vocabulary (a plugin's, or an ignorable one of a newer dsh): its
     /// payload stays opaque.
     Other,
@@ -341,6 +364,7 @@ impl Record {
             SESSION_TITLE => serde_json::from_str(data).map(Record::Title),
             CONFIG_CHANGED => serde_json::from_str(data).map(Record::ConfigChanged),
             PLAN_UPDATED => serde_json::from_str(data).map(Record::Plan),
+            PERMISSION_RULE => serde_json::from_str(data).map(Record::PermissionRule),
             _ => Ok(Record::Other),
         };
         parsed.map_err(|source| RecordError {
@@ -363,7 +387,8 @@ impl Record {
             | Record::ToolCall(ToolCallRecord { turn, .. })
             | Record::ToolResult(ToolResultRecord { turn, .. })
             | Record::Compacted(CompactedRecord { turn, .. })
-            | Record::Plan(PlanRecord { turn, .. }) => Some(*turn),
+            | Record::Plan(PlanRecord { turn, .. })
+            | Record::PermissionRule(PermissionRuleRecord { turn, .. }) => Some(*turn),
             Record::Instructions(_)
             | Record::Title(_)
             | Record::ConfigChanged(_)

@@ -1,8 +1,10 @@
 //! `dsh acp` budgets, measured on the built binary with the replay model (no delays):
 //! start → `initialize` answered, `session/new`, prompt → first update, cancel →
 //! `cancelled` (for a stream that stops and for one that ignores cancellation), idle RSS per
-//! session, and 100 sessions streaming 1,000 chunks each at once.
-//! Run with `cargo bench -p dsh --bench acp`; figures go to stdout.
+//! session, 100 sessions streaming 1,000 chunks each at once, and a prompt with one bash
+//! call in the sandbox and without it.
+//! Run with `cargo bench -p dsh --bench acp` (`DSH_BENCH=history` or `=tools` for those
+//! figures alone); figures go to stdout.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -27,6 +29,11 @@ struct Agent {
 
 impl Agent {
     fn start(entries: Value) -> (Agent, Instant) {
+        Agent::start_with(entries, &[])
+    }
+
+    /// With `global` flags before the command (`--sandbox full-access`).
+    fn start_with(entries: Value, global: &[&str]) -> (Agent, Instant) {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("script.json");
         std::fs::write(
@@ -40,6 +47,7 @@ impl Agent {
             .arg(dir.path().join("data"))
             .arg("--replay")
             .arg(&script)
+            .args(global)
             .args(["acp", "--permission", "allow"])
             .current_dir(dir.path())
             .env("DSH_LOG", "error")
@@ -145,13 +153,53 @@ fn prompt(session: &str, text: &str) -> Value {
 }
 
 fn main() {
-    // `DSH_BENCH=history` runs only the history figures (list, resume, options).
-    if std::env::var("DSH_BENCH").as_deref() != Ok("history") {
+    // `DSH_BENCH=history` runs only the history figures (list, resume, options), `=tools`
+    // only the tool prompt's.
+    let only = std::env::var("DSH_BENCH").ok();
+    if only.as_deref() == Some("tools") {
+        tool_prompt();
+        return;
+    }
+    if only.as_deref() != Some("history") {
         basics();
+        tool_prompt();
     }
     list_many();
     resume_long();
     option_round_trip();
+}
+
+/// A prompt whose model runs `bash -c true` once and answers: prompt → end of turn, with
+/// commands in the default sandbox and with `--sandbox full-access`.
+fn tool_prompt() {
+    let runs = 100;
+    let entries: Vec<Value> = (0..runs)
+        .flat_map(|_| {
+            [
+                json!({"stream": [{"tool_call": {"name": "bash", "arguments": {"command": "true"}}}]}),
+                json!({"stream": [{"text": "done"}], "finish": "stop"}),
+            ]
+        })
+        .collect();
+    for (name, global) in [
+        ("sandboxed", &[][..]),
+        ("full access", &["--sandbox", "full-access"][..]),
+    ] {
+        let (mut agent, _) = Agent::start_with(json!(entries), global);
+        agent.initialize();
+        let session = agent.session();
+        let turns: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let started = Instant::now();
+                let id = agent.request("session/prompt", prompt(&session, "go"));
+                let answer = agent.response(id);
+                assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+                started.elapsed()
+            })
+            .collect();
+        println!("tool prompt (bash true, {name}): {}", percentiles(turns));
+        agent.close();
+    }
 }
 
 /// Start, `session/new`, first update, idle RSS, cancels and 100 concurrent sessions.

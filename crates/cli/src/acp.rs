@@ -5,6 +5,7 @@
 //! process exits 0 once the bridge's teardown is done, and never later than its deadline:
 //! an editor must not be left with a lingering agent.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_acp::{AcpBridge, AcpConfig, ShutdownReason};
@@ -46,6 +47,10 @@ fn config(settings: &Settings, title: String) -> AcpConfig {
             .replay
             .is_none()
             .then(|| settings.base_url.value.clone()),
+        rules: crate::compose::permission_rules(settings)
+            .map(Arc::new)
+            .unwrap_or_default(),
+        remembered: Some(crate::compose::remembered(settings)),
     }
 }
 
@@ -84,9 +89,7 @@ async fn serve(
     let mut signals = Signals::new()?;
     let runtime = crate::compose::compose(&settings, &sessions, model).await?;
     // An editor shows an agent's stderr as its log: the one place to say it.
-    if let Some(notice) =
-        crate::compose::sandbox_notice(&runtime, &settings, settings.acp_permission.value)
-    {
+    for notice in crate::compose::sandbox_notices(&runtime, &settings) {
         tracing::warn!("{notice}");
     }
     let deadline = config.teardown_deadline;

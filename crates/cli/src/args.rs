@@ -151,6 +151,28 @@ pub enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
+    /// The "always" answers remembered for this project; `rm` forgets one.
+    Permissions {
+        /// What to do with them (none: list them).
+        #[command(subcommand)]
+        command: Option<PermissionsCommand>,
+        /// Every project's, not only this one's.
+        #[arg(long)]
+        all: bool,
+        /// One JSON object: `{project: [rule, …]}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `dsh permissions …`.
+#[derive(Debug, Subcommand)]
+pub enum PermissionsCommand {
+    /// Forget a remembered rule of this project: its number in the list, or the rule.
+    Rm {
+        /// The rule's number in `dsh permissions`, or the rule as listed.
+        rule: String,
+    },
 }
 
 /// `dsh sessions …`.

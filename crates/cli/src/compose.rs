@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use dsh_agent::AgentOptions;
 use dsh_agent_context::{ContextConfig, ContextPlugin};
-use dsh_agent_loop::{AgentLoopPlugin, LoopConfig};
+use dsh_agent_loop::{AgentLoopPlugin, LoopConfig, Remembered};
 use dsh_fs_local::FsLocalPlugin;
 use dsh_kernel::{Plugin, Runtime};
 use dsh_mcp_rmcp::RmcpPlugin;
@@ -23,7 +23,7 @@ use dsh_tool_bash::{BashToolsPlugin, ToolBashConfig};
 use dsh_tool_fs::{FsToolsPlugin, ToolFsConfig};
 use dsh_tool_mcp::McpToolsPlugin;
 use dsh_tool_todo::TodoPlugin;
-use dsh_tools::{PermissionMode, ToolRegistry, ToolRegistryPlugin};
+use dsh_tools::{ToolRegistry, ToolRegistryPlugin};
 
 use crate::exit::Failure;
 use crate::settings::Settings;
@@ -127,12 +127,11 @@ async fn load_all(
         .load(ContextPlugin::new(context(settings)?))
         .await
         .map_err(|e| failed("the agent's context", e))?;
-    let rules = &settings.permissions;
-    let rules = dsh_tools::PermissionRules::new(&rules.allow, &rules.ask, &rules.deny)
-        .map_err(|e| Failure::config(e.to_string()))?;
+    let rules = permission_rules(settings)?;
     let config = LoopConfig {
         defaults: options(settings),
         rules: Arc::new(rules),
+        remembered: Remembered(Some(remembered(settings))),
         ..LoopConfig::default()
     };
     runtime
@@ -140,6 +139,18 @@ async fn load_all(
         .await
         .map_err(|e| failed("the agent loop", e))?;
     Ok(())
+}
+
+/// Where "always" answers are remembered: a file in the data directory.
+pub fn remembered(settings: &Settings) -> Arc<dyn dsh_tools::RememberedRules> {
+    Arc::new(crate::remembered::RuleFile::new(&settings.data_dir.value))
+}
+
+/// The configuration's permission rules, with the default denies behind them.
+pub fn permission_rules(settings: &Settings) -> Result<dsh_tools::PermissionRules, Failure> {
+    let rules = &settings.permissions;
+    dsh_tools::PermissionRules::new(&rules.allow, &rules.ask, &rules.deny)
+        .map_err(|e| Failure::config(e.to_string()))
 }
 
 /// Loads what presents stored tool calls as they were shown live: the built-in tools (never
@@ -243,27 +254,46 @@ pub fn sandbox_kernel() -> String {
     }
 }
 
-/// The warning a run starts with when its sandbox cannot be had here, saying what dsh does
-/// instead; `None` when commands run as configured.
-pub fn sandbox_notice(
-    runtime: &Runtime,
-    settings: &Settings,
-    mode: PermissionMode,
-) -> Option<String> {
+/// The warnings a run starts with about its sandbox: that it cannot be had here, saying
+/// what dsh does instead, or what it cannot do here; none when commands run as configured.
+pub fn sandbox_notices(runtime: &Runtime, settings: &Settings) -> Vec<String> {
     let policy = sandbox_policy(settings);
     if policy == SandboxPolicy::FullAccess {
-        return None;
+        return Vec::new();
     }
-    let executor = runtime.scope().get::<dyn dsh_shell::ShellExecutor>()?;
-    let reason = executor.sandbox().err()?;
-    let instead = match mode {
-        PermissionMode::Allow => "commands run without it, as with --sandbox full-access",
-        PermissionMode::Ask | PermissionMode::AcceptEdits => "dsh asks before every command",
+    let Some(executor) = runtime.scope().get::<dyn dsh_shell::ShellExecutor>() else {
+        return Vec::new();
     };
-    Some(format!(
-        "the {} sandbox cannot start here ({reason}): {instead}",
-        policy.name()
-    ))
+    match executor.sandbox() {
+        Ok(caveats) => caveats,
+        Err(reason) => vec![format!(
+            "the {} sandbox cannot start here ({reason}): dsh asks before every command \
+             (--sandbox full-access runs them unconfined without asking)",
+            policy.name()
+        )],
+    }
+}
+
+/// The sandbox of a server with `sandbox = true`: its directory (dsh's when it names none)
+/// and the configured writable roots writable, the network as `[sandbox]` says. A server the
+/// user asked to confine stays confined under `--sandbox full-access`, which is about
+/// commands; `read-only` leaves it nothing writable.
+fn mcp_sandbox(settings: &Settings, transport: &dsh_mcp::Transport) -> dsh_mcp::Sandbox {
+    let cwd = match transport {
+        dsh_mcp::Transport::Stdio { cwd: Some(cwd), .. } => Some(cwd.clone()),
+        dsh_mcp::Transport::Stdio { cwd: None, .. } | dsh_mcp::Transport::Http { .. } => {
+            std::env::current_dir().ok()
+        }
+    };
+    let writable = match sandbox_policy(settings) {
+        SandboxPolicy::ReadOnly => Vec::new(),
+        SandboxPolicy::WorkspaceWrite { writable, .. } => cwd.into_iter().chain(writable).collect(),
+        SandboxPolicy::FullAccess => cwd.into_iter().collect(),
+    };
+    dsh_mcp::Sandbox {
+        writable,
+        network: settings.sandbox_network.value,
+    }
 }
 
 /// This binary, which runs as the shell's watchdog when asked to (`main`). On Linux the link
@@ -284,7 +314,12 @@ fn mcp_servers(settings: &Settings) -> McpToolsPlugin {
     let mut failed = Vec::new();
     for (server, _) in settings.mcp_servers.iter().filter(|(s, _)| s.enabled) {
         match server.spec() {
-            Ok(spec) => specs.push(spec),
+            Ok(mut spec) => {
+                if let Some(sandbox) = &mut spec.sandbox {
+                    *sandbox = mcp_sandbox(settings, &spec.transport);
+                }
+                specs.push(spec);
+            }
             Err(reason) => failed.push(dsh_mcp::McpError::Start {
                 server: server.name.clone(),
                 reason,

@@ -104,9 +104,9 @@ async fn open(
         context: None,
         cost: None,
     };
-    let notices = crate::compose::sandbox_notice(runtime, settings, settings.tui_permission.value)
-        .map(|notice| format!("warning: {notice}"))
+    let notices = crate::compose::sandbox_notices(runtime, settings)
         .into_iter()
+        .map(|notice| format!("warning: {notice}"))
         .collect();
     let launch = Launch {
         scope: runtime.scope().clone(),

@@ -26,8 +26,10 @@ mod lookup;
 mod model;
 mod models;
 mod output;
+mod permissions;
 mod prompt;
 mod remember;
+mod remembered;
 mod render;
 mod run;
 mod sessions;
@@ -87,6 +89,9 @@ fn main() -> ExitCode {
             Some(Command::Config { json }) => config::config(&cli.global, *json),
             Some(Command::Models { json }) => models::models(&cli.global, *json).await,
             Some(Command::Sessions { command }) => sessions::sessions(&cli.global, command).await,
+            Some(Command::Permissions { command, all, json }) => {
+                permissions::permissions(&cli.global, command.as_ref(), *all, *json)
+            }
         }
     });
     // Tool processes were ended by the shutdown; nothing left should hold the exit.

@@ -9,6 +9,8 @@
 
 mod ending;
 mod human;
+
+pub use human::Asks;
 mod json;
 mod live;
 
@@ -160,9 +162,10 @@ impl Renderer {
             .write(Stream::Stderr, format!("{line}\n").as_bytes());
     }
 
-    /// Shows commands as running only once [`Renderer::allowed`] says so.
-    pub fn asking(&self) {
-        self.state.lock().human.asks = true;
+    /// Shows the commands `asks` says are asked about as running only once
+    /// [`Renderer::allowed`] says so.
+    pub fn asking(&self, asks: human::Asks) {
+        self.state.lock().human.asks = Some(asks);
     }
 
     /// The user allowed call `call_id`: it is shown as running now, and its time counts from

@@ -16,13 +16,16 @@ use dsh_agent::{
     ResumeAgent, TurnOutcome, TurnTicket, UserMessage,
 };
 use dsh_kernel::Runtime;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use dsh_session::{
     Interest, ListQuery, SessionId, SessionPersistence, SessionStore, TurnEndReason,
 };
 use dsh_shell_local::LocalShellExecutor;
-use dsh_tools::{ApprovalGate, McpToolHost, PermissionMode, ToolRegistry};
+use dsh_tools::{
+    ApprovalGate, McpToolHost, PermissionMode, PermissionRules, RememberedRules, Roots, Rule,
+    ToolRegistry,
+};
 
 use crate::args::{ColorChoice, Global, RunArgs};
 use crate::ask::TerminalGate;
@@ -155,12 +158,12 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
                 && std::env::var("TERM").map_or(true, |t| t != "dumb")
         }
     };
-    let approval = match settings.permission.value {
-        PermissionMode::Allow => None,
-        mode @ (PermissionMode::Ask | PermissionMode::AcceptEdits) => {
-            Some(Arc::new(TerminalGate::new(mode, colour)))
-        }
-    };
+    // Even in `allow` mode a few calls ask (leaving the sandbox, a command the missing
+    // sandbox would have confined, a rule's ask): the terminal is the one to ask.
+    let approval = Some(Arc::new(TerminalGate::new(
+        settings.permission.value,
+        colour,
+    )));
     Ok(Prepared {
         settings,
         chosen,
@@ -185,13 +188,13 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
             Ok(runtime) => runtime,
             Err(failure) => return report(&failure, view),
         };
-    let mode = prepared
-        .approval
-        .as_ref()
-        .map_or(PermissionMode::Allow, |gate| gate.mode());
-    if let Some(notice) = crate::compose::sandbox_notice(&runtime, &prepared.settings, mode) {
+    for notice in crate::compose::sandbox_notices(&runtime, &prepared.settings) {
         eprintln!("warning: {notice}");
     }
+    let rules = match crate::compose::permission_rules(&prepared.settings) {
+        Ok(rules) => rules,
+        Err(failure) => return report(&failure, view),
+    };
     // The configured MCP servers start in the background; the first request offers their
     // tools, so it waits for them (each within its startup timeout).
     if let Some(host) = runtime.scope().get::<dyn McpToolHost>() {
@@ -216,6 +219,8 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
                 .replay
                 .is_none()
                 .then(|| prepared.settings.base_url.value.clone()),
+            rules: Arc::new(rules),
+            remembered: crate::compose::remembered(&prepared.settings),
         },
         view,
         &label,
@@ -282,6 +287,37 @@ struct Start {
     /// The server the requests go to (none for a scripted model): recorded with the session
     /// when it is new to it, so a later `-c` goes back there.
     server: Option<String>,
+    /// The configuration's permission rules and where "always" answers are remembered:
+    /// what the loop weighs before a question, so the view knows which calls ask.
+    rules: Arc<PermissionRules>,
+    remembered: Arc<dyn RememberedRules>,
+}
+
+/// Which calls the loop will ask about, as it decides: the mode, the permission rules and
+/// the project's remembered "always" answers.
+fn asks(
+    gate: &Arc<TerminalGate>,
+    tools: &Arc<dyn ToolRegistry>,
+    rules: Arc<PermissionRules>,
+    remembered: &dyn RememberedRules,
+    cwd: PathBuf,
+) -> crate::render::Asks {
+    let remembered: Vec<Rule> = remembered
+        .rules(&cwd)
+        .iter()
+        .filter_map(|rule| Rule::parse(rule).ok())
+        .collect();
+    let (gate, tools) = (gate.clone(), tools.clone());
+    let roots = Roots::new(cwd, Vec::new());
+    Arc::new(move |tool: &str, args: &serde_json::Value| {
+        let Some(found) = tools.get(tool) else {
+            return false;
+        };
+        let said = rules
+            .verdict_with(tool, args, &roots, &remembered)
+            .map(|(said, _)| said);
+        gate.mode().asks_under(found.effect(args, &roots), said)
+    })
 }
 
 /// The model and reasoning level this run was given explicitly (a flag or a variable).
@@ -428,6 +464,7 @@ async fn turn(
         .as_ref()
         .map_or(PermissionMode::Allow, |gate| gate.mode());
     let gate = how.approval.clone();
+    let (rules, remembered) = (how.rules.clone(), how.remembered.clone());
     let auth_hint = how.auth_hint.clone();
     let prices = how.prices.clone();
     let (handle, resumed) = match start(runtime, how, sessions).await {
@@ -443,10 +480,11 @@ async fn turn(
             return report(&Failure::internal(format!("no tool registry: {e}")), view);
         }
     };
-    let renderer = Renderer::new(view, tools);
+    let renderer = Renderer::new(view, tools.clone());
     if let Some(gate) = gate {
         // The question shows the command; it is shown as running only after a yes.
-        renderer.asking();
+        let cwd = PathBuf::from(agent.session().header().cwd.clone());
+        renderer.asking(asks(&gate, &tools, rules, remembered.as_ref(), cwd));
         let shown = renderer.clone();
         gate.on_allow(Box::new(move |call_id| shown.allowed(call_id)));
         let shown = renderer.clone();

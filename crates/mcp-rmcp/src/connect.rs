@@ -32,6 +32,38 @@ impl RmcpConnector {
     }
 }
 
+impl RmcpConnector {
+    /// The command that starts `command` with `args` in `sandbox`, through the shell's
+    /// sandbox helper; `Err` when it cannot be confined here (it is then not started).
+    fn confined(
+        &self,
+        sandbox: &dsh_mcp::Sandbox,
+        command: &str,
+        args: &[String],
+    ) -> Result<tokio::process::Command, String> {
+        let containment = self
+            .containment
+            .as_ref()
+            .ok_or("no shell executor is loaded to confine it")?;
+        let policy = dsh_shell::SandboxPolicy::WorkspaceWrite {
+            writable: sandbox.writable.clone(),
+            network: sandbox.network,
+        };
+        let argv = std::iter::once(command)
+            .chain(args.iter().map(String::as_str))
+            .map(std::ffi::OsString::from)
+            .collect();
+        let confined = containment.confine(&policy, argv)?;
+        let (program, rest) = confined
+            .argv
+            .split_first()
+            .ok_or("the sandbox gave no command line")?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(rest).envs(confined.env);
+        Ok(cmd)
+    }
+}
+
 impl std::fmt::Debug for RmcpConnector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RmcpConnector")
@@ -59,9 +91,17 @@ impl McpConnector for RmcpConnector {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args)
-                    .envs(env.iter().map(|(k, v)| (k, v)))
+                let mut cmd = match &spec.sandbox {
+                    None => {
+                        let mut cmd = tokio::process::Command::new(command);
+                        cmd.args(args);
+                        cmd
+                    }
+                    Some(sandbox) => self.confined(sandbox, command, args).map_err(|reason| {
+                        start(format!("it is to run sandboxed, and cannot: {reason}"))
+                    })?,
+                };
+                cmd.envs(env.iter().map(|(k, v)| (k, v)))
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped());
                 if let Some(cwd) = cwd {

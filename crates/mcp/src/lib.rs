@@ -37,6 +37,6 @@ mod tool;
 
 pub use error::McpError;
 pub use server::{McpConnector, McpServer};
-pub use spec::{ServerSpec, Transport};
+pub use spec::{Sandbox, ServerSpec, Transport};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{CallOutcome, McpTool, ToolAnnotations};

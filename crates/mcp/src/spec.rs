@@ -37,6 +37,18 @@ pub struct ServerSpec {
     pub startup_timeout: Duration,
     /// How long one tool call may take (default 60 s).
     pub tool_timeout: Duration,
+    /// For a stdio server: started in the kernel's sandbox, as a command is (none: as the
+    /// user's own program, unconfined). A connector that cannot confine it does not start it.
+    pub sandbox: Option<Sandbox>,
+}
+
+/// The sandbox a stdio server starts in: everything readable, these directories writable.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Written to, with everything under them (none: read-only).
+    pub writable: Vec<PathBuf>,
+    /// Network sockets allowed (local ones always are).
+    pub network: bool,
 }
 
 impl ServerSpec {
@@ -52,6 +64,7 @@ impl ServerSpec {
             transport,
             startup_timeout: Self::STARTUP_TIMEOUT,
             tool_timeout: Self::TOOL_TIMEOUT,
+            sandbox: None,
         }
     }
 

@@ -31,6 +31,25 @@ impl ProcessContainment for LocalShellExecutor {
         }
     }
 
+    fn confine(
+        &self,
+        policy: &dsh_shell::SandboxPolicy,
+        argv: Vec<std::ffi::OsString>,
+    ) -> Result<dsh_shell::Confined, String> {
+        let sandboxed = self
+            .inner
+            .sandboxed(policy)
+            .map_err(|e| e.to_string())?
+            .ok_or("full access asks for no sandbox")?;
+        let mut confined = vec![sandboxed.helper.into_os_string()];
+        confined.extend(sandboxed.confinement.args());
+        confined.extend(argv);
+        Ok(dsh_shell::Confined {
+            argv: confined,
+            env: vec![("TMPDIR".into(), sandboxed.tmp.into_os_string())],
+        })
+    }
+
     async fn release(&self, enrolment: &Enrolment, leader: Option<u32>) {
         let entry = Targets::marker_entry(&enrolment.value);
         let spare = leader.and_then(|pid| i32::try_from(pid).ok());

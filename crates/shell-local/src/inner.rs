@@ -98,7 +98,7 @@ impl Inner {
         if matches!(policy, dsh_shell::SandboxPolicy::FullAccess) {
             return Ok(None);
         }
-        self.sandbox_status().map_err(refused)?;
+        let status = self.sandbox_status().map_err(refused)?;
         let Some(helper) = self.checked.config.sandbox_helper.clone() else {
             return Err(refused("no sandbox helper is configured".into()));
         };
@@ -110,9 +110,11 @@ impl Inner {
             .spill_dir
             .sandbox_tmp()
             .map_err(|e| refused(format!("its temporary directory cannot be made: {e}")))?;
-        let Some(confinement) = crate::sandbox::Confinement::of(policy, &[spill]) else {
+        let Some(mut confinement) = crate::sandbox::Confinement::of(policy, &[spill]) else {
             return Ok(None);
         };
+        // Where `.git` cannot be guarded here the start-up notice said so; the command runs.
+        confinement.guard_git = status.git_unguarded.is_none();
         Ok(Some(Sandboxed {
             helper,
             confinement,

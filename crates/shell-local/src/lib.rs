@@ -20,8 +20,11 @@
 //!   server) carries a marker of this executor's family: disposal and the watchdog end it and
 //!   its escapees like a task's, and a release ends them at once.
 //! - A sandboxed request runs confined or not at all: through the sandbox helper (`sandbox`),
-//!   which confines itself with Landlock and seccomp and `exec`s the shell; when this machine
-//!   cannot confine, the request is refused with `ShellError::Sandbox`.
+//!   which keeps each writable root's `.git/hooks` and `.git/config` read-only where the
+//!   kernel allows a mount namespace (`git_guard`), confines itself with Landlock and seccomp
+//!   and `exec`s the shell; when this machine cannot confine, the request is refused with
+//!   `ShellError::Sandbox`. An enrolled process may be started through it too
+//!   (`ProcessContainment::confine`).
 //! - Each task has one async supervisor on the runtime captured at construction; the executor
 //!   holds no scope. [`LocalShellExecutor::dispose`] ends and awaits every task; dropping an
 //!   undisposed executor SIGKILLs every live group.
@@ -33,6 +36,7 @@ mod config;
 mod containment;
 mod escapees;
 mod executor;
+mod git_guard;
 mod group;
 mod inner;
 mod listeners;

@@ -74,8 +74,18 @@ impl LocalShellExecutor {
 
 #[async_trait]
 impl ShellExecutor for LocalShellExecutor {
-    fn sandbox(&self) -> Result<(), String> {
-        self.sandbox_status().map(|_| ())
+    fn sandbox(&self) -> Result<Vec<String>, String> {
+        let status = self.sandbox_status()?;
+        Ok(status
+            .git_unguarded
+            .map(|reason| {
+                format!(
+                    ".git/hooks and .git/config are not protected ({reason}): a command could \
+                     plant a git hook that runs outside the sandbox"
+                )
+            })
+            .into_iter()
+            .collect())
     }
 
     fn resolve(&self, request: ShellExecRequest) -> Result<ShellExecSpec, ShellError> {

@@ -6,7 +6,9 @@
 //!
 //! The executor names the helper in `LocalShellConfig::sandbox_helper` (the dsh binary,
 //! whose `main` hands over to [`run_if_requested`] first) and starts
-//! `<helper> --dsh-shell-sandbox <network|offline> <n> <dir>… -- <shell> -c <command>`.
+//! `<helper> --dsh-shell-sandbox <network|offline> <git|nogit> <n> <dir>… -- <shell> -c
+//! <command>`. With `git`, each writable directory's `.git/hooks` and `.git/config` are
+//! made read-only first ([`crate::git_guard`]).
 //! Everything is done through the `landlock` and `seccompiler` crates' safe interfaces: no
 //! `unsafe` here, and nothing between `fork` and `exec`.
 //!
@@ -21,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use dsh_shell::SandboxPolicy;
+
+use crate::git_guard;
 use landlock::{
     ABI, Access, AccessFs, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     path_beneath_rules,
@@ -49,6 +53,9 @@ pub struct Achieved {
     pub abi: i32,
     /// Every file-system restriction asked for is enforced (else some, on an older ABI).
     pub fully: bool,
+    /// Why a writable directory's `.git/hooks` and `.git/config` cannot be kept read-only
+    /// here; `None` when they can.
+    pub git_unguarded: Option<String>,
 }
 
 /// Why a process could not be confined.
@@ -73,11 +80,13 @@ pub struct Confinement {
     pub writable: Vec<PathBuf>,
     /// Network sockets allowed (Unix sockets always are).
     pub network: bool,
+    /// The `.git/hooks` and `.git/config` of each writable directory kept read-only.
+    pub guard_git: bool,
 }
 
 impl Confinement {
     /// The confinement of `policy`, with `private` (the command's temporary directory and
-    /// the spill directory) writable too; `None` for no sandbox.
+    /// the spill directory) writable too; `None` for no sandbox. `.git` is guarded.
     pub fn of(policy: &SandboxPolicy, private: &[PathBuf]) -> Option<Confinement> {
         let (mut writable, network) = match policy {
             SandboxPolicy::FullAccess => return None,
@@ -85,7 +94,11 @@ impl Confinement {
             SandboxPolicy::WorkspaceWrite { writable, network } => (writable.clone(), *network),
         };
         writable.extend(private.iter().cloned());
-        Some(Confinement { writable, network })
+        Some(Confinement {
+            writable,
+            network,
+            guard_git: true,
+        })
     }
 
     /// The helper's arguments before `--`.
@@ -93,6 +106,7 @@ impl Confinement {
         let mut args: Vec<OsString> = vec![
             ARG.into(),
             if self.network { "network" } else { "offline" }.into(),
+            if self.guard_git { "git" } else { "nogit" }.into(),
             self.writable.len().to_string().into(),
         ];
         args.extend(self.writable.iter().map(|d| d.as_os_str().to_owned()));
@@ -107,6 +121,11 @@ impl Confinement {
             "offline" => false,
             _ => return None,
         };
+        let guard_git = match args.next()?.to_str()? {
+            "git" => true,
+            "nogit" => false,
+            _ => return None,
+        };
         let count: usize = args.next()?.to_str()?.parse().ok()?;
         let writable = (0..count)
             .map(|_| args.next().map(PathBuf::from))
@@ -115,7 +134,12 @@ impl Confinement {
             return None;
         }
         let command: Vec<OsString> = args.collect();
-        (!command.is_empty()).then_some((Confinement { writable, network }, command))
+        let confinement = Confinement {
+            writable,
+            network,
+            guard_git,
+        };
+        (!command.is_empty()).then_some((confinement, command))
     }
 }
 
@@ -135,6 +159,15 @@ pub fn run_if_requested() -> Option<ExitCode> {
         eprintln!("dsh: the sandbox helper was started with arguments it cannot read");
         return Some(ExitCode::from(REFUSED));
     };
+    // The mounts come first: a process Landlock confines may not change them.
+    let guarded = match confinement.guard_git {
+        true => git_guard::enter_namespace().and_then(|()| git_guard::guard(&confinement.writable)),
+        false => Ok(()),
+    };
+    if let Err(e) = guarded {
+        eprintln!("dsh: the command did not run: .git cannot be kept read-only: {e}");
+        return Some(ExitCode::from(REFUSED));
+    }
     if let Err(e) = confine(&confinement) {
         eprintln!("dsh: the command did not run: {e}");
         return Some(ExitCode::from(REFUSED));
@@ -150,16 +183,23 @@ pub fn run_if_requested() -> Option<ExitCode> {
 }
 
 /// The probe's answer, one line on stderr (stdout is the commands' own, never dsh's):
-/// `landlock <abi> full|partial`, or `none <reason>`.
+/// `landlock <abi> full|partial git`, `landlock <abi> full|partial nogit <reason>`, or
+/// `none <reason>`.
 fn report_probe() -> ExitCode {
+    let git = git_guard::probe();
     let line = match confine(&Confinement {
         writable: Vec::new(),
         network: false,
+        guard_git: false,
     }) {
         Ok(achieved) => format!(
-            "landlock {} {}",
+            "landlock {} {} {}",
             achieved.abi,
-            if achieved.fully { "full" } else { "partial" }
+            if achieved.fully { "full" } else { "partial" },
+            match git {
+                Ok(()) => "git".to_owned(),
+                Err(reason) => format!("nogit {reason}"),
+            }
         ),
         Err(e) => format!("none {e}"),
     };
@@ -177,10 +217,18 @@ pub fn probe(helper: &Path) -> Result<Achieved, String> {
     let answer = String::from_utf8_lossy(&output.stderr);
     let mut words = answer.trim().splitn(3, ' ');
     match (words.next(), words.next(), words.next()) {
-        (Some("landlock"), Some(abi), Some(level)) => Ok(Achieved {
-            abi: abi.parse().unwrap_or(0),
-            fully: level == "full",
-        }),
+        (Some("landlock"), Some(abi), Some(rest)) => {
+            let (level, git) = rest.split_once(' ').unwrap_or((rest, ""));
+            Ok(Achieved {
+                abi: abi.parse().unwrap_or(0),
+                fully: level == "full",
+                git_unguarded: match git.split_once(' ') {
+                    _ if git == "git" => None,
+                    Some(("nogit", reason)) => Some(reason.to_owned()),
+                    _ => Some(format!("the sandbox helper answered {:?}", answer.trim())),
+                },
+            })
+        }
         (Some("none"), first, rest) => Err([first, rest]
             .into_iter()
             .flatten()
@@ -230,7 +278,11 @@ pub fn confine(confinement: &Confinement) -> Result<Achieved, SandboxError> {
     if !confinement.network {
         refuse_network()?;
     }
-    Ok(Achieved { abi, fully })
+    Ok(Achieved {
+        abi,
+        fully,
+        git_unguarded: None,
+    })
 }
 
 /// A seccomp filter that refuses `socket(2)` for every family but `AF_UNIX` (local sockets
@@ -285,7 +337,7 @@ mod tests {
         assert_eq!(read, confinement);
         assert_eq!(command, ["bash", "-c", "echo '--'"]);
         assert_eq!(Confinement::of(&SandboxPolicy::FullAccess, &[]), None);
-        let bad = ["sideways", "0", "--", "x"].map(OsString::from);
+        let bad = ["sideways", "git", "0", "--", "x"].map(OsString::from);
         assert!(Confinement::parse(bad.into_iter()).is_none());
     }
 }

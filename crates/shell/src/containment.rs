@@ -7,7 +7,20 @@
 //! releases it, when the executor is disposed, and — through its watchdog — after dsh itself
 //! was SIGKILLed.
 
+use std::ffi::OsString;
+
 use async_trait::async_trait;
+
+use crate::SandboxPolicy;
+
+/// A command line that starts a program confined, and the variables it needs set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confined {
+    /// The program first, then its arguments (the sandbox helper's, then the command's).
+    pub argv: Vec<OsString>,
+    /// Variables to set for it (its private temporary directory).
+    pub env: Vec<(OsString, OsString)>,
+}
 
 /// The environment entry that marks an enrolled process and its descendants.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,4 +43,12 @@ pub trait ProcessContainment: Send + Sync + 'static {
     /// what escaped its group go too. `leader`, the process the starter spawned itself, is
     /// ended but left for the starter to reap.
     async fn release(&self, enrolment: &Enrolment, leader: Option<u32>);
+
+    /// The command line that starts `argv` confined by `policy`, as a sandboxed command is;
+    /// `Err` says why it cannot be here, and the starter must then not start it at all. The
+    /// default: no sandbox is offered.
+    fn confine(&self, policy: &SandboxPolicy, argv: Vec<OsString>) -> Result<Confined, String> {
+        let _ = (policy, argv);
+        Err("this executor offers no sandbox".into())
+    }
 }

@@ -49,8 +49,9 @@ impl std::fmt::Debug for TaskDoneSubscription {
 #[async_trait]
 pub trait ShellExecutor: Send + Sync + 'static {
     /// Whether a sandboxed request can run here; `Err` says why not (and such a request is
-    /// refused). The default: no sandbox is offered.
-    fn sandbox(&self) -> Result<(), String> {
+    /// refused). `Ok` lists what the sandbox cannot do here, a sentence each (none when it
+    /// does all its policy says). The default: no sandbox is offered.
+    fn sandbox(&self) -> Result<Vec<String>, String> {
         Err("this executor offers no sandbox".into())
     }
 

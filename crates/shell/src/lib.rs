@@ -36,7 +36,7 @@ mod request;
 mod sandbox;
 pub mod text;
 
-pub use containment::{Enrolment, ProcessContainment};
+pub use containment::{Confined, Enrolment, ProcessContainment};
 pub use error::ShellError;
 pub use executor::{OutputSink, ShellExecutor, TaskDoneListener, TaskDoneSubscription};
 pub use id::{TaskId, TaskIdError};

@@ -133,6 +133,7 @@ pub fn script_from_log(name: &str, events: &[Arc<SessionEvent>]) -> ReplayScript
             | Record::Title(_)
             | Record::ConfigChanged(_)
             | Record::Plan(_)
+            | Record::PermissionRule(_)
             | Record::Other => {}
         }
     }

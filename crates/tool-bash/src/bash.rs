@@ -20,7 +20,7 @@ use crate::args::{self, BashArgs};
 use crate::errors;
 use crate::present;
 use crate::render;
-use crate::shared::{Shared, caller_token};
+use crate::shared::{Sandbox, Shared, caller_token};
 
 pub struct BashTool {
     pub shared: Shared,
@@ -47,11 +47,13 @@ impl Tool for BashTool {
         let leaving = args
             .get("outside_sandbox")
             .is_some_and(|reason| reason.as_str().is_some_and(|r| !r.trim().is_empty()));
-        match (self.shared.confined(), leaving) {
-            (true, true) => Effect::Escalate,
-            (true, false) => Effect::Confined,
-            // Without a sandbox there is nothing to leave: a command as any other.
-            (false, _) => Effect::Execute,
+        match self.shared.sandbox() {
+            Sandbox::Confined if leaving => Effect::Escalate,
+            Sandbox::Confined => Effect::Confined,
+            // Asked about in every mode: never an unconfined run nobody agreed to.
+            Sandbox::Missing => Effect::Unconfined,
+            // Without a sandbox asked for there is nothing to leave: a command as any other.
+            Sandbox::NotAsked => Effect::Execute,
         }
     }
 
@@ -114,7 +116,8 @@ async fn call(
         .timeout_ms
         .map(|ms| Duration::from_millis(ms.unsigned_abs()));
     request.owner = caller_token(&cx);
-    request.sandbox = match shared.confined() && args.outside_sandbox.is_none() {
+    let confined = shared.sandbox() == Sandbox::Confined;
+    request.sandbox = match confined && args.outside_sandbox.is_none() {
         true => sandbox_for(&shared.config.sandbox, cx.roots().as_ref()),
         // Leaving the sandbox was asked about and allowed (the gate answered before the
         // body runs; a run with no one to ask refused it).

@@ -11,6 +11,17 @@ use dsh_tools::{ToolContext, ToolError};
 use crate::config::ToolBashConfig;
 use crate::errors;
 
+/// Where the tool's commands run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sandbox {
+    /// In the configured sandbox.
+    Confined,
+    /// A sandbox is configured and this machine cannot apply it.
+    Missing,
+    /// None is configured (`full-access`).
+    NotAsked,
+}
+
 #[derive(Clone, Debug)]
 pub struct Shared {
     pub scope: WeakScope,
@@ -18,10 +29,15 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Whether commands run in a sandbox: one is configured and the executor can apply it.
-    pub fn confined(&self) -> bool {
-        !matches!(self.config.sandbox, dsh_shell::SandboxPolicy::FullAccess)
-            && self.executor().is_ok_and(|e| e.sandbox().is_ok())
+    /// Where commands run: in a sandbox when one is configured and the executor can apply it.
+    pub fn sandbox(&self) -> Sandbox {
+        if matches!(self.config.sandbox, dsh_shell::SandboxPolicy::FullAccess) {
+            return Sandbox::NotAsked;
+        }
+        match self.executor().is_ok_and(|e| e.sandbox().is_ok()) {
+            true => Sandbox::Confined,
+            false => Sandbox::Missing,
+        }
     }
 
     pub fn executor(&self) -> Result<Arc<dyn ShellExecutor>, ToolError> {

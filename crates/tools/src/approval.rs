@@ -37,6 +37,12 @@ pub struct ApprovalRequest {
 pub enum ApprovalDecision {
     /// Run the call.
     Allow,
+    /// Run the call, and from now on every call the allow rule `rule` covers in this project
+    /// (the user answered "always"; the loop records and remembers the rule).
+    AllowAlways {
+        /// The rule, in the configuration's pattern language (`bash(cargo test:*)`).
+        rule: String,
+    },
     /// Do not run it; the model is told the user declined, and why.
     Reject {
         /// The user's reason.

@@ -24,6 +24,10 @@ pub enum Effect {
     /// Runs a program outside the sandbox the session's commands are confined to, for a
     /// reason the model gave: asked about in every mode, and refused where nobody can answer.
     Escalate,
+    /// Runs a program the session's sandbox would confine, where the kernel cannot: asked
+    /// about in every mode, as `ask` mode asks before a command, unless a rule allows it
+    /// (an earlier "always" among them); refused where nobody can answer.
+    Unconfined,
 }
 
 impl Effect {
@@ -31,7 +35,7 @@ impl Effect {
     /// mode: with no one to ask, it is refused.
     pub fn needs_a_person(self) -> bool {
         match self {
-            Effect::Escalate => true,
+            Effect::Escalate | Effect::Unconfined => true,
             Effect::Read
             | Effect::ReadOutside
             | Effect::Edit
@@ -65,7 +69,7 @@ impl PermissionMode {
     /// Whether a call with `effect` asks first in this mode.
     pub fn asks(self, effect: Effect) -> bool {
         match (self, effect) {
-            (_, Effect::Escalate) => true,
+            (_, Effect::Escalate | Effect::Unconfined) => true,
             (_, Effect::Read) | (PermissionMode::Allow, _) => false,
             (PermissionMode::Ask, Effect::ReadOutside) => true,
             (PermissionMode::AcceptEdits, Effect::ReadOutside) => false,
@@ -76,6 +80,18 @@ impl PermissionMode {
             // What the sandbox keeps inside the session's directories is an edit there.
             (PermissionMode::AcceptEdits, Effect::Edit | Effect::Confined) => false,
             (PermissionMode::AcceptEdits, Effect::EditOutside | Effect::Execute) => true,
+        }
+    }
+
+    /// Whether a call with `effect` asks first in this mode when the permission rules said
+    /// `verdict` of it: leaving the sandbox always asks, a rule's ask asks and its allow
+    /// does not, whatever the mode; a call a rule denies is never asked about (it does not
+    /// run). The loop decides with this, and a front end predicts with it.
+    pub fn asks_under(self, effect: Effect, verdict: Option<crate::Verdict>) -> bool {
+        match (effect, verdict) {
+            (Effect::Escalate, _) | (_, Some(crate::Verdict::Ask)) => true,
+            (_, Some(crate::Verdict::Allow | crate::Verdict::Deny)) => false,
+            (_, None) => self.asks(effect),
         }
     }
 
@@ -116,14 +132,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_rule_decides_before_the_mode_except_for_leaving_the_sandbox() {
+        use crate::Verdict;
+        for mode in PermissionMode::ALL {
+            assert!(mode.asks_under(Effect::Escalate, Some(Verdict::Allow)));
+            assert!(mode.asks_under(Effect::Read, Some(Verdict::Ask)));
+            assert!(!mode.asks_under(Effect::Unconfined, Some(Verdict::Allow)));
+            assert!(!mode.asks_under(Effect::Execute, Some(Verdict::Deny)));
+            assert!(mode.asks_under(Effect::Unconfined, None));
+            assert_eq!(
+                mode.asks_under(Effect::Confined, None),
+                mode.asks(Effect::Confined)
+            );
+        }
+    }
+
+    #[test]
     fn each_mode_asks_for_exactly_its_effects() {
         use Effect::*;
         use PermissionMode::*;
-        // (mode, [Read, ReadOutside, Edit, EditOutside, Execute, Confined, Escalate])
+        // (mode, [Read, ReadOutside, Edit, EditOutside, Execute, Confined, Escalate,
+        // Unconfined])
         let table = [
-            (Ask, [false, true, true, true, true, true, true]),
-            (AcceptEdits, [false, false, false, true, true, false, true]),
-            (Allow, [false, false, false, false, false, false, true]),
+            (Ask, [false, true, true, true, true, true, true, true]),
+            (
+                AcceptEdits,
+                [false, false, false, true, true, false, true, true],
+            ),
+            (
+                Allow,
+                [false, false, false, false, false, false, true, true],
+            ),
         ];
         for (mode, row) in table {
             let effects = [
@@ -134,6 +173,7 @@ mod tests {
                 Execute,
                 Confined,
                 Escalate,
+                Unconfined,
             ];
             for (effect, want) in effects.into_iter().zip(row) {
                 assert_eq!(mode.asks(effect), want, "{mode} {effect:?}");

@@ -1,30 +1,39 @@
 //! The approval gate of an interactive session: a gated call becomes a question in the
-//! terminal, unless a grant the user gave with "always" covers it.
+//! terminal. "Always" answers become allow rules the loop remembers for the project, so a
+//! call one covers is not asked about again (the loop does not ask the gate).
 //!
 //! It fails closed: a terminal that went away (the question's answer dropped) rejects the
 //! call. Only the turn's own cancellation yields `Cancelled`.
 
 use async_trait::async_trait;
-use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, PermissionMode, ToolCallView};
+use dsh_tools::{ApprovalDecision, ApprovalGate, ApprovalRequest, Effect, Grant, PermissionMode};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
-
-use crate::grant::Grant;
 
 /// A call waiting for the user's answer.
 #[derive(Debug)]
 pub struct Question {
     /// The call as the gate was asked about it.
     pub request: Box<ApprovalRequest>,
-    /// What "always" would allow from now on in this session.
-    pub grant: Grant,
+    /// What "always" would allow from now on in this project; `None` when it is not offered
+    /// (leaving the sandbox is asked about every time).
+    pub grant: Option<Grant>,
     reply: oneshot::Sender<Answer>,
 }
 
 impl Question {
     /// A question about `request`, answered through the receiver it also returns.
     pub fn new(request: ApprovalRequest) -> (Question, oneshot::Receiver<Answer>) {
-        let grant = Grant::for_call(&request.tool, request.shown.as_ref());
+        let grant = match request.effect {
+            Effect::Escalate => None,
+            Effect::Read
+            | Effect::ReadOutside
+            | Effect::Edit
+            | Effect::EditOutside
+            | Effect::Execute
+            | Effect::Confined
+            | Effect::Unconfined => Some(Grant::for_call(&request.tool, &request.arguments)),
+        };
         let (reply, answered) = oneshot::channel();
         let question = Question {
             request: Box::new(request),
@@ -45,16 +54,15 @@ impl Question {
 pub enum Answer {
     /// Yes, this once.
     Once,
-    /// Yes, and to every call the question's grant covers, for the rest of the session.
+    /// Yes, and to every call the question's grant covers, in this project from now on.
     Always,
     /// No, with the user's reason (empty when they gave none).
     No(String),
 }
 
-/// The gate: it sends questions to the terminal's loop and keeps the session's grants.
+/// The gate: it sends questions to the terminal's loop.
 pub struct Gate {
     mode: Mutex<PermissionMode>,
-    grants: Mutex<Vec<Grant>>,
     questions: mpsc::UnboundedSender<Question>,
     /// One question at a time, in the model's order.
     one_at_a_time: tokio::sync::Mutex<()>,
@@ -65,7 +73,6 @@ impl Gate {
     pub fn new(mode: PermissionMode, questions: mpsc::UnboundedSender<Question>) -> Gate {
         Gate {
             mode: Mutex::new(mode),
-            grants: Mutex::default(),
             questions,
             one_at_a_time: tokio::sync::Mutex::default(),
         }
@@ -74,11 +81,6 @@ impl Gate {
     /// Switches the mode (`/mode`): from the next gated call on.
     pub fn set_mode(&self, mode: PermissionMode) {
         *self.mode.lock() = mode;
-    }
-
-    /// Whether a grant given earlier covers this call.
-    fn granted(&self, tool: &str, shown: Option<&ToolCallView>) -> bool {
-        self.grants.lock().iter().any(|g| g.covers(tool, shown))
     }
 }
 
@@ -90,10 +92,6 @@ impl ApprovalGate for Gate {
 
     async fn decide(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
-        // Leaving the sandbox is asked about every time: no earlier "always" covers it.
-        if !request.effect.needs_a_person() && self.granted(&request.tool, request.shown.as_ref()) {
-            return ApprovalDecision::Allow;
-        }
         let cancel = request.cancel.clone();
         let (question, answered) = Question::new(request);
         let grant = question.grant.clone();
@@ -105,10 +103,10 @@ impl ApprovalGate for Gate {
             () = cancel.cancelled() => ApprovalDecision::Cancelled,
             answer = answered => match answer {
                 Ok(Answer::Once) => ApprovalDecision::Allow,
-                Ok(Answer::Always) => {
-                    self.grants.lock().push(grant);
-                    ApprovalDecision::Allow
-                }
+                Ok(Answer::Always) => match grant {
+                    Some(grant) => ApprovalDecision::AllowAlways { rule: grant.rule() },
+                    None => ApprovalDecision::Allow,
+                },
                 Ok(Answer::No(reason)) => ApprovalDecision::Reject {
                     reason: match reason.trim() {
                         "" => "the user answered no in the terminal".to_owned(),
@@ -139,7 +137,7 @@ pub(crate) fn bash(command: &str, cancel: dsh_kernel::CancellationToken) -> Appr
         arguments: serde_json::json!({"command": command}),
         effect: dsh_tools::Effect::Execute,
         preview: None,
-        shown: Some(ToolCallView::Terminal {
+        shown: Some(dsh_tools::ToolCallView::Terminal {
             command: command.into(),
             description: None,
             cwd: None,
@@ -155,7 +153,7 @@ mod tests {
     use dsh_kernel::CancellationToken;
 
     #[tokio::test]
-    async fn always_lets_the_same_program_and_subcommand_pass_unasked() {
+    async fn always_answers_with_the_rule_of_the_program_and_subcommand() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let gate = std::sync::Arc::new(Gate::new(PermissionMode::Ask, tx));
         let asking = tokio::spawn({
@@ -166,30 +164,26 @@ mod tests {
             }
         });
         let question = rx.recv().await.unwrap();
+        let grant = question.grant.clone().unwrap();
+        assert_eq!(grant.describe(), "bash commands starting with `git commit`");
+        question.answer(Answer::Always);
         assert_eq!(
-            question.grant.describe(),
-            "bash commands starting with `git commit`"
+            asking.await.unwrap(),
+            ApprovalDecision::AllowAlways {
+                rule: "bash(git commit:*)".into()
+            }
         );
+        // Leaving the sandbox offers no "always": the answer allows this call alone.
+        let mut leaving = bash("curl example.org", CancellationToken::new());
+        leaving.effect = Effect::Escalate;
+        let asking = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.decide(leaving).await }
+        });
+        let question = rx.recv().await.unwrap();
+        assert!(question.grant.is_none());
         question.answer(Answer::Always);
         assert_eq!(asking.await.unwrap(), ApprovalDecision::Allow);
-        let again = gate
-            .decide(bash("git commit -m two", CancellationToken::new()))
-            .await;
-        assert_eq!(again, ApprovalDecision::Allow);
-        assert!(rx.try_recv().is_err(), "no second question");
-        // Another subcommand, or a command chained after it, is asked about.
-        for other in ["git push", "git commit -m x && rm -rf ~"] {
-            let cancel = CancellationToken::new();
-            let asking = tokio::spawn({
-                let gate = gate.clone();
-                let cancel = cancel.clone();
-                async move { gate.decide(bash(other, cancel)).await }
-            });
-            let question = rx.recv().await.unwrap();
-            assert_eq!(question.request.arguments["command"], other);
-            cancel.cancel();
-            assert_eq!(asking.await.unwrap(), ApprovalDecision::Cancelled);
-        }
     }
 
     #[tokio::test]

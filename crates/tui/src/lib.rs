@@ -7,7 +7,7 @@
 //! bridge: [`run`] takes the runtime's scope and finds the services there.
 //!
 //! The parts: the pure state machine ([`App`]) with the composer, the transcript, the slash
-//! menu, the pickers and questions; the approval [`Gate`] with its session grants; the
+//! menu, the pickers and questions; the approval [`Gate`], whose "always" answers become remembered rules; the
 //! session observer; the driver loop; and the terminal guard, the only code that writes to
 //! the terminal.
 //!
@@ -29,7 +29,6 @@ mod attach;
 mod composer;
 mod driver;
 mod gate;
-mod grant;
 mod history;
 mod keyboard;
 mod markdown;
@@ -56,7 +55,6 @@ use tokio::sync::mpsc;
 pub use app::{App, Effect, Input, Pick};
 pub use composer::{Composer, Edit, Enter};
 pub use gate::{Answer, Gate, Question};
-pub use grant::Grant;
 pub use history::History;
 pub use markdown::Markdown;
 pub use menu::{Entry, Menu};

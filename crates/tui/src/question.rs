@@ -109,14 +109,17 @@ pub fn choices(palette: Palette, asking: &Asking) -> Vec<Line<'static>> {
     let dim = palette.dim();
     match &asking.reason {
         None => vec![
-            Line::from(vec![
-                Span::raw("  "),
-                key("y"),
-                Span::raw(" yes   "),
-                key("a"),
-                Span::raw(" yes, always: "),
-                Span::raw(SafeText::plain(&asking.question.grant.describe())),
-            ]),
+            Line::from(match &asking.question.grant {
+                Some(grant) => vec![
+                    Span::raw("  "),
+                    key("y"),
+                    Span::raw(" yes   "),
+                    key("a"),
+                    Span::raw(" yes, always here: "),
+                    Span::raw(SafeText::plain(&grant.describe())),
+                ],
+                None => vec![Span::raw("  "), key("y"), Span::raw(" yes, this once")],
+            }),
             Line::from(vec![
                 Span::raw("  "),
                 key("n"),

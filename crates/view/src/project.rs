@@ -277,7 +277,7 @@ impl Projector {
                     out.push(Shown::Warnings(warnings));
                 }
             }
-            Record::ConfigChanged(_) | Record::Other => {}
+            Record::ConfigChanged(_) | Record::PermissionRule(_) | Record::Other => {}
         }
     }
 

@@ -208,7 +208,10 @@ pub(super) struct Parts {
 /// the mode option may change the mode at any time.
 fn parts(conn: &Conn) -> Parts {
     let (queue, items) = mpsc::unbounded_channel();
-    let grants = Arc::new(Grants::default());
+    let grants = Arc::new(Grants {
+        rules: conn.config().rules.clone(),
+        ..Grants::default()
+    });
     let mode: ModeCell = Arc::new(parking_lot::Mutex::new(conn.config().permission));
     let gate = Arc::new(SessionGate {
         mode: mode.clone(),
@@ -283,6 +286,16 @@ pub(super) fn install(
     // A session that changed its mode before (in this editor or another) is back in it.
     if let Some(mode) = agent.config().mode {
         *parts.mode.lock() = mode;
+    }
+    // The "always" answers remembered for this project: the loop will not ask about what
+    // they cover, so neither is it announced as waiting.
+    if let Some(remembered) = &conn.config().remembered {
+        let rules = remembered.rules(&cwd);
+        parts
+            .grants
+            .always
+            .lock()
+            .extend(rules.iter().filter_map(|r| dsh_tools::Rule::parse(r).ok()));
     }
     let (commands, warnings) =
         dsh_agent::commands::Commands::discover(&cwd, conn.config().commands_dir.as_deref());

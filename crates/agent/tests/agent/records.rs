@@ -115,6 +115,7 @@ fn every_record_re_encodes_to_what_it_was_read_from() {
             Record::Title(r) => serde_json::to_string(&r),
             Record::ConfigChanged(r) => serde_json::to_string(&r),
             Record::Plan(r) => serde_json::to_string(&r),
+            Record::PermissionRule(r) => serde_json::to_string(&r),
             Record::Other => continue,
         }
         .unwrap();

@@ -31,14 +31,17 @@ pub enum Said {
     Relabel(String),
 }
 
+/// Whether a call of a tool with these arguments is asked about before it runs.
+pub type Asks = std::sync::Arc<dyn Fn(&str, &serde_json::Value) -> bool + Send + Sync>;
+
 /// What the text view keeps between events.
 pub struct Human {
     color: bool,
     /// A stored transcript: prompts and turn ends are shown too.
     transcript: bool,
-    /// Commands are asked about: each is shown in its question first, and as running only
-    /// once the user allowed it.
-    pub asks: bool,
+    /// Which calls are asked about (the loop's own rule, predicted): such a command is shown
+    /// in its question first, and as running only once the user allowed it. `None`: none.
+    pub asks: Option<Asks>,
     in_reasoning: bool,
     at_line_start: bool,
     /// The open cards by the model's call id, for the approval's answers.
@@ -61,7 +64,7 @@ impl Human {
         Human {
             color,
             transcript,
-            asks: false,
+            asks: None,
             in_reasoning: false,
             at_line_start: true,
             by_call: HashMap::new(),
@@ -269,7 +272,11 @@ impl Human {
         }
         let label = label.text();
         let terminal = matches!(card.look, Look::Terminal { .. });
-        if terminal && self.asks {
+        let asked = self
+            .asks
+            .as_ref()
+            .is_some_and(|asks| asks(&card.call.name, &card.raw_input));
+        if terminal && asked {
             // Its question shows it; it is echoed as running after a yes.
             self.asked.insert(card.id.clone(), (line, label.clone()));
         } else {
@@ -277,7 +284,7 @@ impl Human {
             said.push(Said::Spin(label.clone()));
         }
         // What an answer to a question needs, kept only when calls are asked about.
-        if self.asks {
+        if asked {
             self.spinning.insert(card.id.clone(), label);
             self.by_call
                 .insert(card.call.call_id.clone(), card.id.clone());

@@ -1,6 +1,7 @@
 //! `[mcp_servers.<name>]` tables of the configuration file: the MCP servers every session of
 //! the process may use. A server is `command` (with `args`, `env`, `cwd`) or `url` (with
-//! `headers`), plus `enabled`, `startup_timeout_ms` and `tool_timeout_ms`. A value of `env`
+//! `headers`), plus `enabled`, `startup_timeout_ms` and `tool_timeout_ms`; a stdio server
+//! with `sandbox = true` starts in the kernel's sandbox, as commands do. A value of `env`
 //! or `headers` may be a reference, `"$NAME"`, read from dsh's environment when the server
 //! starts, so a secret need not be in the file; values are never printed.
 
@@ -25,10 +26,12 @@ pub struct McpServerEntry {
     pub enabled: bool,
     pub startup_timeout: Duration,
     pub tool_timeout: Duration,
+    /// Started in the kernel's sandbox (stdio only).
+    pub sandbox: bool,
 }
 
 const FIELDS: &str = "`command`, `args`, `env`, `cwd`, `url`, `headers`, `enabled`, \
-                      `startup_timeout_ms`, `tool_timeout_ms`";
+                      `startup_timeout_ms`, `tool_timeout_ms`, `sandbox`";
 
 /// Reads the `mcp_servers` table: each server with the byte offset of its table; an error is
 /// `(byte offset, message)`.
@@ -73,6 +76,7 @@ fn entry(name: &str, table: &dyn TableLike, at: usize) -> Result<McpServerEntry,
         enabled: true,
         startup_timeout: ServerSpec::STARTUP_TIMEOUT,
         tool_timeout: ServerSpec::TOOL_TIMEOUT,
+        sandbox: false,
     };
     for (key, value) in table.iter() {
         let value_at = value.span().map_or(at, |s| s.start);
@@ -117,6 +121,7 @@ fn entry(name: &str, table: &dyn TableLike, at: usize) -> Result<McpServerEntry,
                 }
             }
             "enabled" => entry.enabled = value.as_bool().ok_or_else(|| wrong("a boolean"))?,
+            "sandbox" => entry.sandbox = value.as_bool().ok_or_else(|| wrong("a boolean"))?,
             "startup_timeout_ms" | "tool_timeout_ms" => {
                 let ms = value
                     .as_integer()
@@ -147,6 +152,13 @@ fn entry(name: &str, table: &dyn TableLike, at: usize) -> Result<McpServerEntry,
         (None, None) => Err((
             at,
             format!("mcp_servers.{name} needs `command` (stdio) or `url` (streamable HTTP)"),
+        )),
+        (None, Some(_)) if entry.sandbox => Err((
+            at,
+            format!(
+                "mcp_servers.{name}: `sandbox` confines a server dsh starts (`command`), not \
+                 one it reaches at a `url`"
+            ),
         )),
         _ => Ok(entry),
     }
@@ -197,6 +209,8 @@ impl McpServerEntry {
             transport,
             startup_timeout: self.startup_timeout,
             tool_timeout: self.tool_timeout,
+            // Its directories are the composition's to fill in (`compose`).
+            sandbox: self.sandbox.then(dsh_mcp::Sandbox::default),
         })
     }
 
@@ -222,6 +236,9 @@ impl McpServerEntry {
                 .join(", ")
         };
         let mut summary = how;
+        if self.sandbox {
+            summary.push_str("; sandboxed");
+        }
         if !self.env.is_empty() {
             summary.push_str(&format!("; env {}", names(&self.env)));
         }

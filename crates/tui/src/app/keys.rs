@@ -110,7 +110,9 @@ impl App {
         }
         match key.code {
             KeyCode::Char('y' | 'Y') => self.answer(Answer::Once, effects),
-            KeyCode::Char('a' | 'A') => self.answer(Answer::Always, effects),
+            KeyCode::Char('a' | 'A') if asking.question.grant.is_some() => {
+                self.answer(Answer::Always, effects)
+            }
             KeyCode::Char('n' | 'N') => asking.reason = Some(String::new()),
             _ => {}
         }
@@ -123,8 +125,14 @@ impl App {
         let said = match &answer {
             Answer::Once => "  ✓ allowed once".to_owned(),
             Answer::Always => format!(
-                "  ✓ allowed: {}",
-                dsh_tools::safe_text::SafeText::plain(&asking.question.grant.describe())
+                "  ✓ allowed from now on in this project: {}",
+                asking
+                    .question
+                    .grant
+                    .as_ref()
+                    .map_or(String::new(), |grant| {
+                        dsh_tools::safe_text::SafeText::plain(&grant.describe())
+                    })
             ),
             Answer::No(reason) if reason.trim().is_empty() => "  ✗ declined".to_owned(),
             Answer::No(reason) => format!(

@@ -229,7 +229,7 @@ fn a_question_is_answered_with_y_a_or_n_and_a_reason() {
     assert_eq!(asked, ["? bash wants to run $ git commit -m x"]);
     let shown = drawn(&app, 120, now);
     assert!(
-        shown.contains("a yes, always: bash commands starting with `git commit`"),
+        shown.contains("a yes, always here: bash commands starting with `git commit`"),
         "{shown}"
     );
     let effects = app.input(key(KeyCode::Char('a')), now);
