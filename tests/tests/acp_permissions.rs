@@ -269,3 +269,30 @@ fn allow_always_holds_after_a_reload_in_a_new_process() {
     assert_eq!(again.asked.len(), 1, "a chained command asks");
     again.finish();
 }
+
+#[test]
+fn without_landlock_allow_mode_asks_before_every_command_and_says_why_on_stderr() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.dsh([
+        "--replay",
+        &touching(&sandbox),
+        "acp",
+        "--permission",
+        "allow",
+    ]);
+    command.env("DSH_SANDBOX_LANDLOCK", "off");
+    let mut acp = AcpDriver::spawn(command);
+    acp.policy = Policy::Allow;
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let (response, updates) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.asked.len(), 1, "asked though the mode is allow");
+    assert!(
+        updates[0].get("status").is_none(),
+        "announced waiting: {updates:?}"
+    );
+    assert!(sandbox.work().join("made").exists(), "ran after the yes");
+    let (_, stderr) = acp.finish();
+    assert!(stderr.contains("sandbox cannot start here"), "{stderr}");
+}

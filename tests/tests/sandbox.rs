@@ -265,6 +265,10 @@ fn dsh_run_confines_commands_to_the_project_by_default_and_says_when_it_cannot()
         "{shown}"
     );
     assert!(shown.contains("sandbox.kernel = \"Landlock ABI"), "{shown}");
+    assert!(
+        shown.contains(".git/hooks and .git/config kept read-only"),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -449,4 +453,51 @@ async fn an_mcp_server_asked_to_be_sandboxed_runs_confined_or_not_at_all() {
         .unwrap();
     assert!(alone.to_string().contains("to run sandboxed"), "{alone}");
     exec.dispose().await;
+}
+
+#[test]
+fn an_unprivileged_helper_guards_git_in_a_user_namespace_of_its_own() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".git/hooks")).unwrap();
+    std::fs::write(project.path().join(".git/config"), "").unwrap();
+    for dir in [project.path(), &project.path().join(".git")] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    // As root here, the helper is started as `nobody`, the way a user starts it.
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    let mut command = match root {
+        true => {
+            let mut setpriv = std::process::Command::new("setpriv");
+            setpriv
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(dsh_e2e::binary());
+            setpriv
+        }
+        false => std::process::Command::new(dsh_e2e::binary()),
+    };
+    let out = command
+        .args([sandbox::ARG, "offline", "git", "1"])
+        .arg(project.path())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo made > inside; echo evil > .git/hooks/pre-commit",
+        ])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    let said = dsh_e2e::text(&out.stderr);
+    assert_ne!(
+        out.status.code(),
+        Some(i32::from(sandbox::REFUSED)),
+        "{said}"
+    );
+    assert!(project.path().join("inside").exists(), "{said}");
+    assert!(said.contains("Read-only file system"), "{said}");
+    assert!(!project.path().join(".git/hooks/pre-commit").exists());
 }

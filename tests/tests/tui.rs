@@ -695,3 +695,39 @@ fn leaving_the_sandbox_is_asked_with_the_reason_and_a_refusal_says_why_it_failed
     assert_eq!(tui.exit().0, 0);
     census(&marker);
 }
+
+#[test]
+fn without_landlock_the_start_says_so_and_every_command_asks_even_in_allow_mode() {
+    let model = Model::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": "touch made"})),
+        MockResponse::text("made it"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("nolandlock");
+    let base = model.server.base_url();
+    let tui = Tui::start(
+        &sandbox,
+        &["--base-url", &base, "--model", "m", "--permission", "allow"],
+        &[
+            ("DSH_API_KEY_ENV", ""),
+            ("DSH_TUI_MARK", &marker),
+            ("DSH_SANDBOX_LANDLOCK", "off"),
+        ],
+        ROWS,
+        COLS,
+    );
+    let screen = tui.wait_for("› ");
+    assert!(
+        screen.contains("warning: the workspace-write sandbox"),
+        "{screen}"
+    );
+    tui.line("go");
+    tui.wait_for("? bash wants to run $ touch made");
+    assert!(!sandbox.work().join("made").exists());
+    tui.keys(b"y");
+    tui.wait_for("made it");
+    assert!(sandbox.work().join("made").exists());
+    tui.keys(b"\x04");
+    assert_eq!(tui.exit().0, 0);
+    census(&marker);
+}

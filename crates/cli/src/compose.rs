@@ -248,8 +248,15 @@ pub fn sandbox_policy(settings: &Settings) -> SandboxPolicy {
 /// asked in a process of its own.
 pub fn sandbox_kernel() -> String {
     match dsh_shell_local::sandbox::probe(&watchdog_program()) {
-        Ok(achieved) if achieved.fully => format!("Landlock ABI {}, fully enforced", achieved.abi),
-        Ok(achieved) => format!("Landlock ABI {}, partly enforced", achieved.abi),
+        Ok(achieved) => format!(
+            "Landlock ABI {}, {} enforced; {}",
+            achieved.abi,
+            if achieved.fully { "fully" } else { "partly" },
+            match &achieved.git_unguarded {
+                None => ".git/hooks and .git/config kept read-only".to_owned(),
+                Some(reason) => format!(".git not protected ({reason})"),
+            }
+        ),
         Err(reason) => format!("unavailable: {reason}"),
     }
 }

@@ -46,15 +46,21 @@ pub(crate) fn enter_namespace() -> Result<(), String> {
     .map_err(|e| format!("the mounts cannot be made private ({e})"))
 }
 
-/// Guards the `.git` of every root in `roots` that has one.
+/// Guards the `.git` of every root in `roots` that has one, in a namespace of this
+/// process's own; with none, no namespace is made (it costs a copy of the mount table).
 pub(crate) fn guard(roots: &[PathBuf]) -> Result<(), String> {
-    for root in roots {
-        let git = root.join(".git");
-        if git.is_dir() {
-            guard_repository(&git)?;
-        }
+    let repositories: Vec<PathBuf> = roots
+        .iter()
+        .map(|root| root.join(".git"))
+        .filter(|git| git.is_dir())
+        .collect();
+    if repositories.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    enter_namespace()?;
+    repositories
+        .iter()
+        .try_for_each(|git| guard_repository(git))
 }
 
 /// `.git` bound onto itself (a mount point cannot be renamed or removed), then `hooks` and

@@ -161,7 +161,7 @@ pub fn run_if_requested() -> Option<ExitCode> {
     };
     // The mounts come first: a process Landlock confines may not change them.
     let guarded = match confinement.guard_git {
-        true => git_guard::enter_namespace().and_then(|()| git_guard::guard(&confinement.writable)),
+        true => git_guard::guard(&confinement.writable),
         false => Ok(()),
     };
     if let Err(e) = guarded {
