@@ -46,16 +46,23 @@ impl Model {
 
 /// `dsh` against `model` with `args` before the defaults, and a marker for the census.
 fn dsh(sandbox: &Sandbox, model: &Model, args: &[&str], marker: &str) -> Tui {
+    dsh_with(sandbox, model, args, marker, &[])
+}
+
+/// [`dsh`] with these environment variables set too.
+fn dsh_with(
+    sandbox: &Sandbox,
+    model: &Model,
+    args: &[&str],
+    marker: &str,
+    env: &[(&str, &str)],
+) -> Tui {
     let base = model.server.base_url();
     let mut all = vec!["--base-url", base.as_str(), "--model", "m"];
     all.extend_from_slice(args);
-    Tui::start(
-        sandbox,
-        &all,
-        &[("DSH_API_KEY_ENV", ""), ("DSH_TUI_MARK", marker)],
-        ROWS,
-        COLS,
-    )
+    let mut envs = vec![("DSH_API_KEY_ENV", ""), ("DSH_TUI_MARK", marker)];
+    envs.extend_from_slice(env);
+    Tui::start(sandbox, &all, &envs, ROWS, COLS)
 }
 
 /// The text of the last user message of a request.
@@ -194,17 +201,12 @@ fn an_edit_answered_always_is_remembered_for_the_project_and_not_another() {
     assert_eq!(tui.exit().0, 0);
     // Another project's session is.
     let data = sandbox.data().display().to_string();
-    let base = model.server.base_url();
-    let tui = Tui::start(
+    let tui = dsh_with(
         &other,
-        &["--base-url", &base, "--model", "m", "--permission", "ask"],
-        &[
-            ("DSH_API_KEY_ENV", ""),
-            ("DSH_TUI_MARK", &marker),
-            ("DSH_DATA_DIR", &data),
-        ],
-        ROWS,
-        COLS,
+        &model,
+        &["--permission", "ask"],
+        &marker,
+        &[("DSH_DATA_DIR", &data)],
     );
     tui.wait_for("› ");
     tui.line("elsewhere");
@@ -581,17 +583,12 @@ fn no_color_keeps_colours_off_the_terminal() {
     ]);
     let sandbox = Sandbox::new();
     let marker = mark("nocolor");
-    let base = model.server.base_url();
-    let tui = Tui::start(
+    let tui = dsh_with(
         &sandbox,
-        &["--base-url", &base, "--model", "m", "--permission", "allow"],
-        &[
-            ("DSH_API_KEY_ENV", ""),
-            ("DSH_TUI_MARK", &marker),
-            ("NO_COLOR", "1"),
-        ],
-        ROWS,
-        COLS,
+        &model,
+        &["--permission", "allow"],
+        &marker,
+        &[("NO_COLOR", "1")],
     );
     tui.wait_for("› ");
     tui.line("go");
@@ -704,17 +701,12 @@ fn without_landlock_the_start_says_so_and_every_command_asks_even_in_allow_mode(
     ]);
     let sandbox = Sandbox::new();
     let marker = mark("nolandlock");
-    let base = model.server.base_url();
-    let tui = Tui::start(
+    let tui = dsh_with(
         &sandbox,
-        &["--base-url", &base, "--model", "m", "--permission", "allow"],
-        &[
-            ("DSH_API_KEY_ENV", ""),
-            ("DSH_TUI_MARK", &marker),
-            ("DSH_SANDBOX_LANDLOCK", "off"),
-        ],
-        ROWS,
-        COLS,
+        &model,
+        &["--permission", "allow"],
+        &marker,
+        &[("DSH_SANDBOX_LANDLOCK", "off")],
     );
     let screen = tui.wait_for("› ");
     assert!(
