@@ -237,3 +237,43 @@ fn rename_titles_a_stored_session_everywhere_it_is_listed() {
     assert_eq!(empty.status.code(), Some(2), "{}", text(&empty.stderr));
     assert!(text(&empty.stderr).contains("the title holds no text"));
 }
+
+#[test]
+fn a_subagent_s_session_is_listed_only_with_all() {
+    let sandbox = Sandbox::new();
+    let parent = demo(&sandbox);
+    // A child's log: the parent's, under a new id, its header naming parent and call.
+    let log = &sandbox.logs()[0];
+    let stored = std::fs::read_to_string(log).unwrap();
+    let (header, events) = stored.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(header).unwrap();
+    let child = "01a24e00-0000-7000-8000-000000000001";
+    header["id"] = child.into();
+    header["parent"] = parent.as_str().into();
+    header["parent_call"] = "call_0_0".into();
+    std::fs::write(
+        log.with_file_name(format!("{child}.jsonl")),
+        format!("{header}\n{events}"),
+    )
+    .unwrap();
+    let listing = text(&sandbox.dsh(["sessions", "list"]).output().unwrap().stdout);
+    assert!(!listing.contains(&child[..8]), "{listing}");
+    assert!(
+        listing.contains("(1 more of a subagent: --all shows them)"),
+        "{listing}"
+    );
+    let all = text(
+        &sandbox
+            .dsh(["sessions", "list", "--all", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let lines: Vec<serde_json::Value> = all
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{all}");
+    let listed_child = lines.iter().find(|l| l["session_id"] == child).unwrap();
+    assert_eq!(listed_child["parent"], parent.as_str());
+}

@@ -47,7 +47,11 @@ struct Plan {
 }
 
 enum Origin {
-    New { id: Option<SessionId>, cwd: String },
+    New {
+        id: Option<SessionId>,
+        cwd: String,
+        parent: Option<(SessionId, String)>,
+    },
     Resume(SessionId),
 }
 
@@ -68,6 +72,7 @@ async fn create(registry: &LoopRegistry, request: CreateAgent) -> Result<AgentHa
     let origin = Origin::New {
         id: request.session_id,
         cwd,
+        parent: request.parent,
     };
     run(shared, plan, origin, claim).await
 }
@@ -222,8 +227,11 @@ async fn transact(
         Origin::Resume(id) => Some(id.clone()),
     };
     let (spec, next_turn, titled, config) = match origin {
-        Origin::New { id, cwd } => {
+        Origin::New { id, cwd, parent } => {
             let mut spec = SessionSpec::new(cwd);
+            if let Some((parent, call)) = parent {
+                spec = spec.child_of(parent, call);
+            }
             if let Some(id) = id {
                 if let Some(persistence) = &persistence {
                     let found = tokio::select! {

@@ -47,6 +47,9 @@ pub struct CreateAgent {
     pub options: AgentOverrides,
     /// What the agent works with: its approval gate, files, tools and directories.
     pub setup: AgentSetup,
+    /// The parent session and its tool call, when this agent is a child (a subagent): the
+    /// new session's header links both.
+    pub parent: Option<(SessionId, String)>,
 }
 
 impl CreateAgent {
@@ -58,7 +61,14 @@ impl CreateAgent {
             cwd: None,
             options: AgentOverrides::default(),
             setup: AgentSetup::default(),
+            parent: None,
         }
+    }
+
+    /// As the child of session `parent`, started by its tool call `call`.
+    pub fn with_parent(mut self, parent: SessionId, call: impl Into<String>) -> CreateAgent {
+        self.parent = Some((parent, call.into()));
+        self
     }
 
     /// With the id `id`.

@@ -189,7 +189,8 @@ pub enum SessionsCommand {
         /// Only sessions started in the current directory.
         #[arg(long)]
         here: bool,
-        /// Also sessions in which no model ever answered (a run that failed first).
+        /// Also sessions in which no model ever answered (a run that failed first), and
+        /// subagents' sessions.
         #[arg(long)]
         all: bool,
     },

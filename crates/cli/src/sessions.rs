@@ -108,6 +108,19 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
     }
 }
 
+/// What the listing left out, in words (`2 more where no model answered, 1 more of a
+/// subagent` with `more` = "more "); empty when nothing was.
+fn left_out(unanswered: usize, children: usize, more: &str) -> String {
+    let mut parts = Vec::new();
+    if unanswered > 0 {
+        parts.push(format!("{unanswered} {more}where no model answered"));
+    }
+    if children > 0 {
+        parts.push(format!("{children} {more}of a subagent"));
+    }
+    parts.join(", ")
+}
+
 fn say(text: &str) {
     let _ = crate::output::write(text.as_bytes());
 }
@@ -193,12 +206,17 @@ async fn list(
         );
     }
     // Newest first, until `limit` are shown; without --all, sessions no model ever answered
-    // in (a run that failed first) are left out. Reading each log is what a title costs.
+    // in (a run that failed first) and subagents' sessions (their parent's shows them) are
+    // left out. Reading each log is what a title costs.
     let mut shown: Vec<(&SessionSummary, Digest)> = Vec::new();
-    let mut hidden = 0usize;
+    let (mut hidden, mut children) = (0usize, 0usize);
     for summary in &listing.sessions {
         if shown.len() == limit {
             break;
+        }
+        if summary.header.parent_call.is_some() && !all {
+            children += 1;
+            continue;
         }
         let digest = match persistence
             .inspect(&summary.header.id, &EventVocabulary::new())
@@ -226,6 +244,7 @@ async fn list(
                 "turns": digest.turns,
                 "model": digest.model,
                 "answered": digest.answered,
+                "parent": s.header.parent.as_ref().map(ToString::to_string),
             });
             out.push_str(&format!("{line}\n"));
         }
@@ -233,10 +252,9 @@ async fn list(
         return Ok(());
     }
     if shown.is_empty() {
-        let more = if hidden > 0 {
-            format!(" ({hidden} where no model answered: --all shows them)")
-        } else {
-            String::new()
+        let more = match left_out(hidden, children, "") {
+            none if none.is_empty() => none,
+            some => format!(" ({some}: --all shows them)"),
         };
         say(&format!("no sessions in {}{more}\n", dir.display()));
         return Ok(());
@@ -301,10 +319,9 @@ async fn list(
             SafeText::plain(&s.header.cwd),
         ));
     }
-    if hidden > 0 {
-        out.push_str(&format!(
-            "({hidden} more where no model answered: --all shows them)\n"
-        ));
+    let more = left_out(hidden, children, "more ");
+    if !more.is_empty() {
+        out.push_str(&format!("({more}: --all shows them)\n"));
     }
     say(&out);
     Ok(())

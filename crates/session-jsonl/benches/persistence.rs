@@ -35,6 +35,7 @@ fn header(id: &str, cwd: &str) -> SessionHeader {
         cwd: cwd.into(),
         parent: None,
         seed_len: None,
+        parent_call: None,
     }
 }
 

@@ -18,6 +18,8 @@ struct Line {
     parent: Option<SessionId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     seed_len: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent_call: Option<String>,
 }
 
 /// The header line, with its `\n`.
@@ -30,6 +32,7 @@ pub fn encode(header: &SessionHeader) -> Vec<u8> {
         cwd: header.cwd.clone(),
         parent: header.parent.clone(),
         seed_len: header.seed_len,
+        parent_call: header.parent_call.clone(),
     };
     let mut out = serde_json::to_vec(&line).unwrap_or_default();
     out.push(b'\n');
@@ -73,5 +76,27 @@ pub fn decode(bytes: &[u8]) -> Result<SessionHeader, HeaderProblem> {
         cwd: line.cwd,
         parent: line.parent,
         seed_len: line.seed_len,
+        parent_call: line.parent_call,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_s_header_line_round_trips() {
+        let header = SessionHeader {
+            version: SESSION_FORMAT_VERSION,
+            id: SessionId::parse("child-1").unwrap(),
+            created_at: 7,
+            cwd: "/w".into(),
+            parent: Some(SessionId::parse("parent-1").unwrap()),
+            seed_len: None,
+            parent_call: Some("call_0_1".into()),
+        };
+        let line = encode(&header);
+        let decoded = decode(&line[..line.len() - 1]);
+        assert_eq!(decoded.ok(), Some(header));
+    }
 }

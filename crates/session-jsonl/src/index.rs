@@ -228,6 +228,7 @@ mod tests {
                 cwd: "/w".into(),
                 parent: None,
                 seed_len: None,
+                parent_call: None,
             },
             title: title.map(str::to_owned),
         }

@@ -50,6 +50,7 @@ fn header() -> SessionHeader {
         cwd: "/crash/test".into(),
         parent: None,
         seed_len: None,
+        parent_call: None,
     }
 }
 

@@ -62,6 +62,7 @@ async fn a_256_mib_log_is_streamed() {
         cwd: "/big".into(),
         parent: None,
         seed_len: None,
+        parent_call: None,
     };
     let event = |seq: u64, data: String| SessionEvent {
         seq,

@@ -20,12 +20,16 @@ pub struct SessionHeader {
     pub created_at: i64,
     /// The absolute, lexically normalized working directory.
     pub cwd: String,
-    /// The session this one was forked from.
+    /// The session this one was forked from, or whose child it is (with `parent_call`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<SessionId>,
     /// How many leading events were inherited from the parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_len: Option<u64>,
+    /// The parent's tool call that started this session as its child (a subagent's
+    /// session): then `parent` names the parent session and nothing was inherited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call: Option<String>,
 }
 
 /// Lexically normalizes an absolute working directory: repeated separators collapse, `.`

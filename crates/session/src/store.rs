@@ -33,6 +33,10 @@ enum SpecOrigin {
         parent: SessionId,
         seed: Vec<Arc<SessionEvent>>,
     },
+    Child {
+        parent: SessionId,
+        call: String,
+    },
     Restore(Box<LoadedSession>),
 }
 
@@ -55,6 +59,16 @@ impl SessionSpec {
     /// Forks `parent`: the new session starts with `seed` (a closed prefix of its log).
     pub fn fork(mut self, parent: SessionId, seed: Vec<Arc<SessionEvent>>) -> Self {
         self.origin = SpecOrigin::Fork { parent, seed };
+        self
+    }
+
+    /// A fresh session started by `parent`'s tool call `call` (a subagent's): its header
+    /// links both, and it inherits no events.
+    pub fn child_of(mut self, parent: SessionId, call: impl Into<String>) -> Self {
+        self.origin = SpecOrigin::Child {
+            parent,
+            call: call.into(),
+        };
         self
     }
 
@@ -128,6 +142,11 @@ impl SessionStore {
                 let len = seed.len() as u64;
                 (self.header(id, cwd, Some(parent), Some(len)), seed, None)
             }
+            SpecOrigin::Child { parent, call } => {
+                let mut header = self.header(id, cwd, Some(parent), None);
+                header.parent_call = Some(call);
+                (header, Vec::new(), None)
+            }
             SpecOrigin::Restore(loaded) => {
                 let loaded = *loaded;
                 if loaded.header.version != SESSION_FORMAT_VERSION {
@@ -170,6 +189,7 @@ impl SessionStore {
             cwd,
             parent,
             seed_len,
+            parent_call: None,
         }
     }
 

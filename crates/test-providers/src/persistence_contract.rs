@@ -48,6 +48,7 @@ fn header(id: &str) -> SessionHeader {
         cwd: "/home/ana/src/app".into(),
         parent: None,
         seed_len: None,
+        parent_call: None,
     }
 }
 

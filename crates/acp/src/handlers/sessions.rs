@@ -265,6 +265,7 @@ mod tests {
                 cwd: "/work".into(),
                 parent: None,
                 seed_len: None,
+                parent_call: None,
             },
             location: SessionLocation {
                 provider: "test",

@@ -225,6 +225,7 @@ async fn a_crash_repaired_log_resumes_with_synthesised_results_and_the_next_turn
         cwd: "/w".into(),
         parent: None,
         seed_len: None,
+        parent_call: None,
     };
     writer
         .create(&header, dsh_session::Origin::New)

@@ -346,3 +346,29 @@ async fn duplicate_configured_ids_fail_the_apply_naming_the_id() {
             .is_none()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_agent_s_stored_header_names_its_parent_and_the_call() {
+    let model = ScriptedModel::new(vec![say("one")]);
+    let h = Harness::persistent(model.clone()).await;
+    let registry = h.registry();
+    let child = registry
+        .create(
+            CreateAgent::new(h.owner())
+                .with_id(id("child"))
+                .with_cwd("/w")
+                .with_parent(id("parent"), "call_3"),
+        )
+        .await
+        .unwrap();
+    child.agent().send(user("a")).unwrap().await;
+    child.dispose().await;
+    let resumed = registry
+        .resume(ResumeAgent::new(h.owner(), id("child")))
+        .await
+        .unwrap();
+    let header = resumed.agent().session().header().clone();
+    assert_eq!(header.parent, Some(id("parent")));
+    assert_eq!(header.parent_call.as_deref(), Some("call_3"));
+    resumed.dispose().await;
+}

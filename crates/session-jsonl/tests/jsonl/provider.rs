@@ -25,6 +25,7 @@ pub(crate) fn header(id: &str) -> SessionHeader {
         cwd: "/home/ana/src/app".into(),
         parent: None,
         seed_len: None,
+        parent_call: None,
     }
 }
 
