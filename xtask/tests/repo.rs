@@ -203,6 +203,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-tool-bash", "consumer", None),
         ("dsh-tool-fs", "consumer", None),
         ("dsh-tool-todo", "consumer", None),
+        ("dsh-tool-task", "consumer", None),
         ("dsh-tool-mcp", "consumer", None),
         ("dsh-acp", "consumer", None),
         ("dsh-tui", "consumer", None),

@@ -389,7 +389,12 @@ impl Phase<'_, '_> {
             self.token.clone(),
         )
         .with_call(self.slots[index].call.id.clone(), self.turn, self.step)
-        .with_extra_roots(agent.setup.additional_dirs.clone());
+        .with_extra_roots(agent.setup.additional_dirs.clone())
+        .with_approval(agent.setup.approval.clone());
+        let cx = match agent.tool_registry() {
+            Ok(tools) => cx.with_tools(tools),
+            Err(_) => cx,
+        };
         match agent.file_access() {
             Some(files) => cx.with_files(files),
             None => cx,

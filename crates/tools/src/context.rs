@@ -26,6 +26,9 @@ pub struct ToolContext {
     call_id: String,
     position: Option<(u32, u32)>,
     progress: Option<ProgressSink>,
+    /// The caller's own approval gate and tools: what a child agent it starts inherits.
+    approval: Option<Arc<dyn crate::ApprovalGate>>,
+    tools: Option<Arc<dyn crate::ToolRegistry>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -54,6 +57,8 @@ impl ToolContext {
             call_id: call_id.into(),
             position: None,
             progress: None,
+            approval: None,
+            tools: None,
         }
     }
 
@@ -74,7 +79,33 @@ impl ToolContext {
             call_id: String::new(),
             position: None,
             progress: None,
+            approval: None,
+            tools: None,
         }
+    }
+
+    /// With the caller's approval gate (none: its calls are not asked about).
+    pub fn with_approval(mut self, approval: Option<Arc<dyn crate::ApprovalGate>>) -> ToolContext {
+        self.approval = approval;
+        self
+    }
+
+    /// With the tools the caller is offered.
+    pub fn with_tools(mut self, tools: Arc<dyn crate::ToolRegistry>) -> ToolContext {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// The caller's approval gate, for a child agent that must ask the same person the same
+    /// way; `None` outside an agent or when the caller asks nothing.
+    pub fn approval(&self) -> Option<&Arc<dyn crate::ApprovalGate>> {
+        self.approval.as_ref()
+    }
+
+    /// The tools the caller is offered (an editor's MCP servers included), for a child agent
+    /// that must have no more.
+    pub fn tools(&self) -> Option<&Arc<dyn crate::ToolRegistry>> {
+        self.tools.as_ref()
     }
 
     /// The same context for the model's call `call_id` at `(turn, step)`.

@@ -49,7 +49,7 @@ pub use context::{ProgressSink, ToolContext};
 pub use dsh_fs::Roots;
 pub use grant::Grant;
 pub use mcp_host::McpToolHost;
-pub use overlay::OverlayToolRegistry;
+pub use overlay::{HidingToolRegistry, OverlayToolRegistry};
 pub use permission::{Effect, PermissionMode, UnknownMode};
 pub use plan::{PLAN_META_KEY, Plan, PlanEntry, PlanStatus};
 pub use present::{Location, TerminalExit, ToolCallView, ToolKindHint, ToolResultView};

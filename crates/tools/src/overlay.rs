@@ -42,3 +42,34 @@ impl ToolRegistry for OverlayToolRegistry {
         self.base.snapshot().merged(&self.own.snapshot())
     }
 }
+
+/// A registry without some of another's tools: what a child agent at the depth limit is
+/// offered (its parent's tools but `task`). Registering through it is refused.
+pub struct HidingToolRegistry {
+    base: Arc<dyn ToolRegistry>,
+    hidden: Vec<String>,
+}
+
+impl HidingToolRegistry {
+    /// `base` without the tools named in `hidden`.
+    pub fn new(base: Arc<dyn ToolRegistry>, hidden: Vec<String>) -> HidingToolRegistry {
+        HidingToolRegistry { base, hidden }
+    }
+}
+
+impl ToolRegistry for HidingToolRegistry {
+    fn register(&self, _scope: &Scope, tool: Arc<dyn Tool>) -> Result<(), ToolRegistryError> {
+        Err(ToolRegistryError::ReadOnly { name: tool.name() })
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        match self.hidden.iter().any(|h| h == name) {
+            true => None,
+            false => self.base.get(name),
+        }
+    }
+
+    fn snapshot(&self) -> ToolSet {
+        self.base.snapshot().without(&self.hidden)
+    }
+}

@@ -29,6 +29,12 @@ pub enum ToolRegistryError {
     /// The registering scope is closed.
     #[error(transparent)]
     Scope(#[from] KernelError),
+    /// This registry is a view of another's and takes no tools of its own.
+    #[error("`{name}` cannot be registered here: this registry only shows another's tools")]
+    ReadOnly {
+        /// The name.
+        name: String,
+    },
 }
 
 /// True for a name a model may call: 1 to 64 ASCII letters, digits, `_` and `-`.
@@ -66,6 +72,15 @@ impl ToolSet {
     /// Every tool's schema, sorted by name (a stable prefix for providers' prompt caches).
     pub fn schemas(&self) -> Vec<ToolSchema> {
         self.tools.values().map(|t| t.schema()).collect()
+    }
+
+    /// This set without the tools named in `hidden`.
+    pub fn without(&self, hidden: &[String]) -> ToolSet {
+        let mut tools = (*self.tools).clone();
+        tools.retain(|name, _| !hidden.contains(name));
+        ToolSet {
+            tools: Arc::new(tools),
+        }
     }
 
     /// The names, sorted.

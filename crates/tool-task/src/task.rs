@@ -1,0 +1,281 @@
+//! The `task` tool: starts a child agent for a delegated piece of work, waits for its turn
+//! to end, and hands its last answer back.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Weak};
+
+use dsh_agent::{AgentOverrides, AgentRegistry, CancelCause, CreateAgent, UserMessage};
+use dsh_kernel::WeakScope;
+use dsh_session::{SessionId, ToolCallRecord};
+use dsh_tools::{
+    Effect, HidingToolRegistry, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolKindHint,
+    ToolOutput, ToolSchema,
+};
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use crate::result::{capped, ending, last_answer};
+
+/// The tool's name.
+const NAME: &str = "task";
+
+/// How children are started.
+#[derive(Clone, Debug)]
+pub struct TaskConfig {
+    /// How deep children nest: 1 lets the caller's agent start children, which start none.
+    pub max_depth: u32,
+    /// How many children of one caller run at once; further calls wait.
+    pub max_running: usize,
+    /// A child's step limit (none: the loop's default).
+    pub max_steps: Option<NonZeroU32>,
+}
+
+impl Default for TaskConfig {
+    fn default() -> TaskConfig {
+        TaskConfig {
+            max_depth: 1,
+            max_running: 4,
+            max_steps: None,
+        }
+    }
+}
+
+/// The tool.
+pub struct TaskTool {
+    scope: WeakScope,
+    config: TaskConfig,
+    /// Each caller's running children, counted: a caller's entry lives while a call holds it.
+    running: Mutex<HashMap<SessionId, Weak<Semaphore>>>,
+}
+
+impl TaskTool {
+    /// The tool of the plugin scope `scope`, where the agent registry is found.
+    pub fn new(scope: WeakScope, config: TaskConfig) -> TaskTool {
+        TaskTool {
+            scope,
+            config,
+            running: Mutex::default(),
+        }
+    }
+
+    /// The count of `caller`'s running children.
+    fn slots(&self, caller: &SessionId) -> Arc<Semaphore> {
+        let mut running = self.running.lock();
+        running.retain(|_, slots| slots.strong_count() > 0);
+        if let Some(slots) = running.get(caller).and_then(Weak::upgrade) {
+            return slots;
+        }
+        let slots = Arc::new(Semaphore::new(self.config.max_running.max(1)));
+        running.insert(caller.clone(), Arc::downgrade(&slots));
+        slots
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    description: String,
+    prompt: String,
+}
+
+fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::new("invalid_arguments", message)
+}
+
+fn refused(message: impl Into<String>) -> ToolError {
+    ToolError::new("task_refused", message)
+}
+
+/// How many ancestors the agent `id` has among the live agents.
+fn depth(registry: &dyn AgentRegistry, id: &SessionId) -> u32 {
+    let mut depth = 0;
+    let mut at = id.clone();
+    // Bounded: a header cannot name itself, but a damaged chain must not loop.
+    while depth < 64 {
+        let Some(agent) = registry.get(&at) else {
+            break;
+        };
+        let header = agent.session().header();
+        match (&header.parent, &header.parent_call) {
+            (Some(parent), Some(_)) => {
+                depth += 1;
+                at = parent.clone();
+            }
+            (Some(_), None) | (None, _) => break,
+        }
+    }
+    depth
+}
+
+impl Tool for TaskTool {
+    fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: NAME.to_owned(),
+            description: "Hand a self-contained piece of work to a subagent: a fresh agent \
+                          with your tools and directories but none of this conversation, which \
+                          works on `prompt` alone and answers once. Its answer is this call's \
+                          result. Several calls in one message run at once."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "description": {
+                        "type": "string",
+                        "description": "What the subagent does, in a few words (the card's title)."
+                    },
+                    "prompt": {
+                        "type": "string",
+                        "description": "The whole task: what to do, where, what to report back. \
+                                        The subagent sees nothing else."
+                    }
+                },
+                "required": ["description", "prompt"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn name(&self) -> String {
+        NAME.into()
+    }
+
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+
+    /// The child's own calls are asked about through the same gate; starting it is not.
+    fn effect(&self, _args: &Value, _roots: &Roots) -> Effect {
+        Effect::Read
+    }
+
+    fn call(
+        &self,
+        args: Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let parsed = serde_json::from_value::<Args>(args).map_err(|e| {
+            invalid(format!(
+                "the arguments are not a task ({e}): send {{\"description\": \"…\", \"prompt\": \"…\"}}"
+            ))
+        });
+        let scope = self.scope.upgrade().filter(|s| s.is_active());
+        let config = self.config.clone();
+        let slots = cx.caller_id().map(|caller| self.slots(caller));
+        Box::pin(async move {
+            let args = parsed?;
+            if args.prompt.trim().is_empty() || args.description.trim().is_empty() {
+                return Err(invalid(
+                    "the description or the prompt is empty: say what the subagent is to do",
+                ));
+            }
+            let (Some(caller), Some(caller_scope), Some(slots)) =
+                (cx.caller_id().cloned(), cx.caller_scope(), slots)
+            else {
+                return Err(refused("a task can only be started by an agent"));
+            };
+            let registry = scope
+                .and_then(|s| s.get::<dyn AgentRegistry>())
+                .ok_or_else(|| refused("no agent service is running to start a subagent"))?;
+            let depth = depth(registry.as_ref(), &caller);
+            if depth >= config.max_depth {
+                return Err(refused(format!(
+                    "a subagent cannot start subagents here (the depth limit is {}): do the work \
+                     yourself",
+                    config.max_depth
+                )));
+            }
+            // A place among the caller's running children; a cancel ends the wait.
+            let _slot = tokio::select! {
+                biased;
+                () = cx.cancellation().cancelled() => {
+                    return Err(ToolError::new("cancelled", "cancelled before the subagent started"));
+                }
+                slot = slots.acquire_owned() => slot.map_err(|_| refused("the task tool is shutting down"))?,
+            };
+            let owner = caller_scope
+                .child(&format!("task-{}", cx.call_id()))
+                .map_err(|e| refused(format!("the caller is shutting down: {e}")))?;
+            let mut request = CreateAgent::new(owner.clone())
+                .with_parent(caller.clone(), cx.call_id())
+                .with_options(AgentOverrides {
+                    max_steps: config.max_steps,
+                    ..AgentOverrides::default()
+                });
+            if let Some(cwd) = cx.session_cwd() {
+                request = request.with_cwd(cwd);
+            }
+            if let Some(roots) = cx.roots() {
+                request =
+                    request.with_additional_dirs(roots.all().skip(1).map(Into::into).collect());
+            }
+            if let Some(approval) = cx.approval() {
+                request = request.with_approval(approval.clone());
+            }
+            if let Some(files) = cx.files() {
+                request = request.with_files(files.clone());
+            }
+            if let Some(tools) = cx.tools() {
+                // At the depth limit a child gets no `task`: it cannot nest deeper.
+                let hidden = match depth + 1 >= config.max_depth {
+                    true => vec![NAME.to_owned()],
+                    false => Vec::new(),
+                };
+                request =
+                    request.with_tools(Arc::new(HidingToolRegistry::new(tools.clone(), hidden)));
+            }
+            let handle = registry
+                .create(request)
+                .await
+                .map_err(|e| refused(format!("the subagent could not start: {e}")))?;
+            let agent = handle.agent().clone();
+            let child = agent.id().clone();
+            let outcome = match agent.send(UserMessage::user(args.prompt)) {
+                Ok(ticket) => {
+                    let ticket = ticket.into_future();
+                    tokio::pin!(ticket);
+                    tokio::select! {
+                        biased;
+                        outcome = &mut ticket => outcome,
+                        () = cx.cancellation().cancelled() => {
+                            // The caller's turn is cancelled: so is the child's, with cause
+                            // `parent`, and this call ends only once the child's turn did.
+                            agent.cancel(CancelCause::Parent);
+                            ticket.await
+                        }
+                    }
+                }
+                Err(e) => {
+                    handle.dispose().await;
+                    owner.dispose().await;
+                    return Err(refused(format!("the subagent did not take the task: {e}")));
+                }
+            };
+            let answer = last_answer(agent.session());
+            handle.dispose().await;
+            owner.dispose().await;
+            let (ended, failed) = ending(&outcome);
+            let text = match answer {
+                Some(answer) => format!("{}\n\n[subagent {child}: {ended}]", capped(&answer)),
+                None => format!("[subagent {child}: {ended}, with no answer]"),
+            };
+            Ok(ToolOutput {
+                is_error: failed,
+                ..ToolOutput::text(text)
+            })
+        })
+    }
+
+    fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
+        let args: Value = serde_json::from_str(&call.arguments).ok()?;
+        let description = args.get("description")?.as_str()?;
+        Some(ToolCallView::titled(
+            format!("Subagent: {description}"),
+            ToolKindHint::Other,
+            call,
+        ))
+    }
+}
