@@ -60,6 +60,8 @@ struct Slot {
     /// The arguments as the repeat guard compares them, for a call it let run: its result
     /// counts toward the streak.
     counted: Option<serde_json::Value>,
+    /// How long its body may take once cancelled (its tool's [`Tool::cancel_grace`]).
+    grace: Option<std::time::Duration>,
 }
 
 struct Outcome {
@@ -112,6 +114,7 @@ pub(crate) async fn run_tools(
                 handle: None,
                 progress: None,
                 counted: None,
+                grace: None,
             })
             .collect(),
         appended: 0,
@@ -423,6 +426,7 @@ impl Phase<'_, '_> {
             cx
         };
         let (tx, rx) = oneshot::channel::<BodyResult>();
+        self.slots[index].grace = Some(tool.cancel_grace(agent.shared.config.tool_cancel_grace));
         let body = tool.call(args, cx);
         let call = &self.slots[index].call;
         let span = tracing::debug_span!("tool_call", tool = %call.name, call_id = %call.id);
@@ -470,6 +474,14 @@ impl Phase<'_, '_> {
             self.collect_one().await;
         }
         if !self.running.is_empty() {
+            // The longest grace a running body's tool asks for: a body that waits for child
+            // agents gets theirs too.
+            let grace = self
+                .slots
+                .iter()
+                .filter(|slot| slot.result.is_none() && slot.handle.is_some())
+                .filter_map(|slot| slot.grace)
+                .fold(grace, std::cmp::max);
             let deadline = tokio::time::sleep(grace);
             tokio::pin!(deadline);
             loop {

@@ -144,13 +144,17 @@ impl Watchdog {
     /// The executor was disposed and every task is gone: says so, closes the pipe (the
     /// watchdog exits without a sweep) and reaps it, waiting at most `bound`.
     pub(crate) async fn close(&self, bound: Duration) {
-        self.report(&format!("{CLEAN}\n"));
-        drop(
-            self.pipe
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
+        // The pipe is taken before the last word is written, under one lock: a report racing
+        // this close (a task's group seen gone) then finds no pipe, instead of writing to a
+        // watchdog that already read `!` and exited (a broken pipe, and a false warning).
+        let pipe = self
+            .pipe
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.write_all(format!("{CLEAN}\n").as_bytes());
+        }
         let child = self
             .child
             .lock()

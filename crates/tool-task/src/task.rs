@@ -147,6 +147,13 @@ impl Tool for TaskTool {
         true
     }
 
+    /// A cancelled call waits for its child's turn to end: the child's own bodies get
+    /// `grace` each, and a nested child's the same again, so one `grace` per level below,
+    /// and a second for the child's stream and teardown.
+    fn cancel_grace(&self, grace: std::time::Duration) -> std::time::Duration {
+        grace.saturating_mul(self.config.max_depth.saturating_add(2))
+    }
+
     /// The child's own calls are asked about through the same gate; starting it is not.
     fn effect(&self, _args: &Value, _roots: &Roots) -> Effect {
         Effect::Read

@@ -49,6 +49,11 @@ fn answered(request: &ModelRequest) -> bool {
 }
 
 fn calls(prompts: &[&str]) -> Vec<ModelEvent> {
+    calls_of("task", prompts)
+}
+
+/// One call of `tool` per prompt, in one message.
+fn calls_of(tool: &str, prompts: &[&str]) -> Vec<ModelEvent> {
     let mut events = Vec::new();
     for (index, prompt) in prompts.iter().enumerate() {
         let index = index as u32;
@@ -59,7 +64,7 @@ fn calls(prompts: &[&str]) -> Vec<ModelEvent> {
         events.push(ModelEvent::ToolCallStart {
             index,
             id: id.clone(),
-            name: "task".into(),
+            name: tool.into(),
         });
         events.push(ModelEvent::ToolCallArgumentsDelta {
             index,
@@ -68,7 +73,7 @@ fn calls(prompts: &[&str]) -> Vec<ModelEvent> {
         events.push(ModelEvent::ToolCallEnd {
             index,
             id,
-            name: "task".into(),
+            name: tool.into(),
             arguments,
         });
     }
@@ -113,6 +118,8 @@ impl Model for Roles {
                 Some(("ok", x)) => text(&format!("answer {x}")),
                 Some(("nest", _)) if !done => calls(&["ok:deeper"]),
                 Some(("nest", _)) => text("nested done"),
+                Some(("stub", x)) if !done => calls_of("stubborn", &[x]),
+                Some(("stub", _)) => text("stub done"),
                 Some(("fail", _)) => {
                     return Err(ModelError::new(
                         ModelErrorKind::Server,
@@ -165,7 +172,44 @@ impl SessionObserver for Ends {
     }
 }
 
+/// A tool whose body never returns and ignores its cancellation: only an abort ends it.
+struct Stubborn(Arc<Semaphore>);
+
+impl dsh_tools::Tool for Stubborn {
+    fn schema(&self) -> dsh_tools::ToolSchema {
+        dsh_tools::ToolSchema {
+            name: "stubborn".into(),
+            description: "never returns".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn name(&self) -> String {
+        "stubborn".into()
+    }
+
+    fn effect(&self, _: &serde_json::Value, _: &dsh_tools::Roots) -> dsh_tools::Effect {
+        dsh_tools::Effect::Read
+    }
+
+    fn call(
+        &self,
+        _: serde_json::Value,
+        _: dsh_tools::ToolContext,
+    ) -> BoxFuture<'static, Result<dsh_tools::ToolOutput, dsh_tools::ToolError>> {
+        let started = self.0.clone();
+        Box::pin(async move {
+            started.add_permits(1);
+            std::future::pending().await
+        })
+    }
+}
+
 async fn harness(config: TaskConfig) -> Harness {
+    harness_with(config, LoopConfig::default()).await
+}
+
+async fn harness_with(config: TaskConfig, loop_config: LoopConfig) -> Harness {
     let runtime = Arc::new(Runtime::new());
     let store = SessionStore::new();
     runtime
@@ -194,10 +238,16 @@ async fn harness(config: TaskConfig) -> Harness {
         .unwrap();
     runtime.load(ToolRegistryPlugin).await.unwrap();
     runtime
-        .load(AgentLoopPlugin::new(LoopConfig::default()))
+        .load(AgentLoopPlugin::new(loop_config))
         .await
         .unwrap();
     runtime.load(TaskPlugin::new(config)).await.unwrap();
+    runtime
+        .scope()
+        .require::<dyn dsh_tools::ToolRegistry>()
+        .unwrap()
+        .register(runtime.scope(), Arc::new(Stubborn(hanging.clone())))
+        .unwrap();
     let events: Arc<Mutex<Vec<AgentEvent>>> = Arc::default();
     let sink = events.clone();
     runtime
@@ -396,5 +446,39 @@ async fn no_more_children_run_at_once_than_allowed_and_the_rest_wait() {
         })
         .count();
     assert_eq!(waited, 2, "{results:?}");
+    parent.dispose().await;
+}
+
+/// The parent's loop waits for a cancelled `task` body past its usual grace, for as long as
+/// the child needs to abort its own stubborn tool: the child's `turn/end` still comes first.
+#[tokio::test(start_paused = true)]
+async fn a_child_s_stubborn_tool_is_aborted_before_the_parent_s_turn_ends() {
+    let h = harness_with(
+        TaskConfig::default(),
+        LoopConfig {
+            tool_cancel_grace: std::time::Duration::from_secs(2),
+            ..LoopConfig::default()
+        },
+    )
+    .await;
+    let parent = h.parent().await;
+    let ticket = parent
+        .agent()
+        .send(UserMessage::user("parent:stub:x"))
+        .unwrap();
+    h.hanging.acquire_many(1).await.unwrap().forget();
+    assert!(parent.agent().cancel(CancelCause::User));
+    ticket.await;
+    let parent_id = parent.agent().id().clone();
+    let ends = h.ends.lock().unwrap().clone();
+    let parent_at = ends.iter().position(|(id, _)| *id == parent_id).unwrap();
+    let child_at = ends
+        .iter()
+        .position(|(_, up)| up.as_ref() == Some(&parent_id))
+        .unwrap();
+    assert!(child_at < parent_at, "{ends:?}");
+    let results = h.results(&parent.agent().session().events());
+    let said = results[0]["content"].as_str().unwrap();
+    assert!(said.contains("cancelled (with its parent)"), "{said}");
     parent.dispose().await;
 }

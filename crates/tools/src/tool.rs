@@ -88,6 +88,13 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// How long a cancelled body of this tool may take to return before the loop aborts it,
+    /// given `grace`, the loop's bound for every body. A body that waits for child agents to
+    /// end (each giving its own tools `grace`) needs more. The default: `grace`.
+    fn cancel_grace(&self, grace: std::time::Duration) -> std::time::Duration {
+        grace
+    }
+
     /// Pure and cheap. `true` lets adjacent calls of parallel-safe tools run concurrently.
     fn parallel_safe(&self) -> bool {
         false
