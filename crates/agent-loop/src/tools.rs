@@ -393,7 +393,8 @@ impl Phase<'_, '_> {
         )
         .with_call(self.slots[index].call.id.clone(), self.turn, self.step)
         .with_extra_roots(agent.setup.additional_dirs.clone())
-        .with_approval(agent.setup.approval.clone());
+        .with_approval(agent.setup.approval.clone())
+        .with_steps_left(agent.options.max_steps.get().saturating_sub(self.step));
         let cx = match agent.tool_registry() {
             Ok(tools) => cx.with_tools(tools),
             Err(_) => cx,

@@ -30,7 +30,8 @@ pub struct TaskConfig {
     pub max_depth: u32,
     /// How many children of one caller run at once; further calls wait.
     pub max_running: usize,
-    /// A child's step limit (none: the loop's default).
+    /// A child's step limit (none: the loop's default), never more than its caller's turn
+    /// has left.
     pub max_steps: Option<NonZeroU32>,
 }
 
@@ -187,6 +188,21 @@ impl Tool for TaskTool {
             let registry = scope
                 .and_then(|s| s.get::<dyn AgentRegistry>())
                 .ok_or_else(|| refused("no agent service is running to start a subagent"))?;
+            // The child's steps count against the caller's turn: never more than it has
+            // left, and none at all when no step is left to read the answer.
+            let max_steps = match cx.steps_left() {
+                Some(0) => {
+                    return Err(refused(
+                        "this turn has no step left to read a subagent's answer: finish \
+                         without it",
+                    ));
+                }
+                Some(left) => {
+                    let left = NonZeroU32::new(left).unwrap_or(NonZeroU32::MIN);
+                    Some(config.max_steps.map_or(left, |own| own.min(left)))
+                }
+                None => config.max_steps,
+            };
             let depth = depth(registry.as_ref(), &caller);
             if depth >= config.max_depth {
                 return Err(refused(format!(
@@ -209,7 +225,7 @@ impl Tool for TaskTool {
             let mut request = CreateAgent::new(owner.clone())
                 .with_parent(caller.clone(), cx.call_id())
                 .with_options(AgentOverrides {
-                    max_steps: config.max_steps,
+                    max_steps,
                     ..AgentOverrides::default()
                 });
             if let Some(cwd) = cx.session_cwd() {

@@ -269,8 +269,16 @@ impl Harness {
     }
 
     async fn parent(&self) -> dsh_agent::AgentHandle {
+        self.parent_with(dsh_agent::AgentOverrides::default()).await
+    }
+
+    async fn parent_with(&self, options: dsh_agent::AgentOverrides) -> dsh_agent::AgentHandle {
         self.registry()
-            .create(CreateAgent::new(self.runtime.scope().clone()).with_cwd("/work"))
+            .create(
+                CreateAgent::new(self.runtime.scope().clone())
+                    .with_cwd("/work")
+                    .with_options(options),
+            )
             .await
             .unwrap()
     }
@@ -480,5 +488,37 @@ async fn a_child_s_stubborn_tool_is_aborted_before_the_parent_s_turn_ends() {
     let results = h.results(&parent.agent().session().events());
     let said = results[0]["content"].as_str().unwrap();
     assert!(said.contains("cancelled (with its parent)"), "{said}");
+    parent.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_s_steps_fit_in_what_its_parent_s_turn_has_left() {
+    let h = harness(TaskConfig::default()).await;
+    let steps = |n| dsh_agent::AgentOverrides {
+        max_steps: std::num::NonZeroU32::new(n),
+        ..dsh_agent::AgentOverrides::default()
+    };
+    // One step: nothing is left to read an answer with, so the task is refused.
+    let parent = h.parent_with(steps(1)).await;
+    parent
+        .agent()
+        .send(UserMessage::user("parent:ok:a"))
+        .unwrap()
+        .await;
+    let results = h.results(&parent.agent().session().events());
+    let said = results[0]["content"].as_str().unwrap();
+    assert!(said.contains("no step left"), "{said}");
+    assert_eq!(h.children_of(parent.agent().id()), 0);
+    parent.dispose().await;
+    // Two steps: the child gets the one left, and stops at it.
+    let parent = h.parent_with(steps(2)).await;
+    parent
+        .agent()
+        .send(UserMessage::user("parent:nest:x"))
+        .unwrap()
+        .await;
+    let results = h.results(&parent.agent().session().events());
+    let said = results[0]["content"].as_str().unwrap();
+    assert!(said.contains("stopped at its step limit"), "{said}");
     parent.dispose().await;
 }

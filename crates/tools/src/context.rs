@@ -29,6 +29,7 @@ pub struct ToolContext {
     /// The caller's own approval gate and tools: what a child agent it starts inherits.
     approval: Option<Arc<dyn crate::ApprovalGate>>,
     tools: Option<Arc<dyn crate::ToolRegistry>>,
+    steps_left: Option<u32>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -59,6 +60,7 @@ impl ToolContext {
             progress: None,
             approval: None,
             tools: None,
+            steps_left: None,
         }
     }
 
@@ -81,6 +83,7 @@ impl ToolContext {
             progress: None,
             approval: None,
             tools: None,
+            steps_left: None,
         }
     }
 
@@ -94,6 +97,18 @@ impl ToolContext {
     pub fn with_tools(mut self, tools: Arc<dyn crate::ToolRegistry>) -> ToolContext {
         self.tools = Some(tools);
         self
+    }
+
+    /// With how many more model calls the caller's turn may make after this step.
+    pub fn with_steps_left(mut self, steps: u32) -> ToolContext {
+        self.steps_left = Some(steps);
+        self
+    }
+
+    /// How many more model calls the caller's turn may make after this step (`None`
+    /// outside an agent): a child agent's steps must fit in them.
+    pub fn steps_left(&self) -> Option<u32> {
+        self.steps_left
     }
 
     /// The caller's approval gate, for a child agent that must ask the same person the same
