@@ -250,10 +250,13 @@ impl Tool for TaskTool {
                 request =
                     request.with_tools(Arc::new(HidingToolRegistry::new(tools.clone(), hidden)));
             }
-            let handle = registry
-                .create(request)
-                .await
-                .map_err(|e| refused(format!("the subagent could not start: {e}")))?;
+            let handle = match registry.create(request).await {
+                Ok(handle) => handle,
+                Err(e) => {
+                    owner.dispose().await;
+                    return Err(refused(format!("the subagent could not start: {e}")));
+                }
+            };
             let agent = handle.agent().clone();
             let child = agent.id().clone();
             let outcome = match agent.send(UserMessage::user(args.prompt)) {
