@@ -84,37 +84,34 @@ impl LoopAgent {
                 return Vec::new();
             };
             let cwd = PathBuf::from(self.session.header().cwd.clone());
-            store
-                .rules(&cwd)
-                .iter()
-                .filter_map(|text| {
-                    dsh_tools::Rule::parse(text)
-                        .inspect_err(|e| tracing::warn!("a remembered rule is skipped: {e}"))
-                        .ok()
-                })
-                .collect()
+            let (rules, skipped) = dsh_tools::Rule::parse_each(&store.rules(&cwd));
+            for e in skipped {
+                tracing::warn!("a remembered rule is skipped: {e}");
+            }
+            rules
         })
         .clone()
     }
 
     /// Adds the allow rule of an "always" answer to this session's and remembers it for the
-    /// project; the project, or `None` when it holds for this session only (the rule is
-    /// not one, or it could not be stored).
-    pub(crate) fn remember(&self, rule: &str) -> Option<String> {
-        let parsed = dsh_tools::Rule::parse(rule)
-            .inspect_err(|e| tracing::warn!("an \"always\" answer gave no rule: {e}"))
-            .ok()?;
+    /// project: `Err` when `rule` is not one (the answer then allowed its call alone);
+    /// otherwise the project, or `None` when it could not be stored (it holds for this
+    /// session only).
+    pub(crate) fn remember(&self, rule: &str) -> Result<Option<String>, dsh_tools::RuleError> {
+        let parsed = dsh_tools::Rule::parse(rule)?;
         self.remembered_rules();
         if let Some(rules) = self.remembered.lock().as_mut() {
             rules.push(parsed);
         }
-        let store = self.shared.config.remembered.0.as_ref()?;
+        let Some(store) = self.shared.config.remembered.0.as_ref() else {
+            return Ok(None);
+        };
         let cwd = PathBuf::from(self.session.header().cwd.clone());
-        store
+        Ok(store
             .remember(&cwd, rule)
             .inspect_err(|e| tracing::warn!("an \"always\" answer is not remembered: {e}"))
             .ok()
-            .map(|project| project.to_string_lossy().into_owned())
+            .map(|project| project.to_string_lossy().into_owned()))
     }
 
     /// The value `key` has when the log recorded none: what the agent was configured with.

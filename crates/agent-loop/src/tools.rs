@@ -362,10 +362,17 @@ impl Phase<'_, '_> {
     }
 
     /// An "always" answer: its rule holds for the rest of the session and is remembered for
-    /// the project, and the log says so (`permission/rule`).
+    /// the project, and the log says so (`permission/rule`). A rule that is none (a gate's
+    /// mistake) allowed its call alone: nothing is recorded.
     fn remember(&mut self, index: usize, rule: String) {
         let agent = self.writer.agent;
-        let project = agent.remember(&rule);
+        let project = match agent.remember(&rule) {
+            Ok(project) => project,
+            Err(e) => {
+                tracing::warn!("an \"always\" answer gave no rule; it allowed its call alone: {e}");
+                return;
+            }
+        };
         let record = PermissionRuleRecord {
             turn: self.turn,
             step: self.step,

@@ -302,11 +302,7 @@ fn asks(
     remembered: &dyn RememberedRules,
     cwd: PathBuf,
 ) -> crate::render::Asks {
-    let remembered: Vec<Rule> = remembered
-        .rules(&cwd)
-        .iter()
-        .filter_map(|rule| Rule::parse(rule).ok())
-        .collect();
+    let (remembered, _) = Rule::parse_each(&remembered.rules(&cwd));
     let (gate, tools) = (gate.clone(), tools.clone());
     let roots = Roots::new(cwd, Vec::new());
     Arc::new(move |tool: &str, args: &serde_json::Value| {

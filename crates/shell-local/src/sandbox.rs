@@ -219,14 +219,17 @@ pub fn probe(helper: &Path) -> Result<Achieved, String> {
     match (words.next(), words.next(), words.next()) {
         (Some("landlock"), Some(abi), Some(rest)) => {
             let (level, git) = rest.split_once(' ').unwrap_or((rest, ""));
+            let git_unguarded = match git == "git" {
+                true => None,
+                false => Some(git.strip_prefix("nogit ").map_or_else(
+                    || format!("the sandbox helper answered {:?}", answer.trim()),
+                    str::to_owned,
+                )),
+            };
             Ok(Achieved {
                 abi: abi.parse().unwrap_or(0),
                 fully: level == "full",
-                git_unguarded: match git.split_once(' ') {
-                    _ if git == "git" => None,
-                    Some(("nogit", reason)) => Some(reason.to_owned()),
-                    _ => Some(format!("the sandbox helper answered {:?}", answer.trim())),
-                },
+                git_unguarded,
             })
         }
         (Some("none"), first, rest) => Err([first, rest]

@@ -11,16 +11,12 @@ pub const RESULT_CAP: usize = 32 * 1024;
 
 /// The child's last answer in `session`, or `None` when it gave none.
 pub fn last_answer(session: &Session) -> Option<String> {
-    session
-        .events()
-        .iter()
-        .rev()
-        .find_map(|event| match Record::decode(event).ok()? {
-            Record::AssistantMessage(record) if !record.message.content.trim().is_empty() => {
-                Some(record.message.content)
-            }
-            _ => None,
-        })
+    session.events().iter().rev().find_map(|event| {
+        let Ok(Record::AssistantMessage(record)) = Record::decode(event) else {
+            return None;
+        };
+        (!record.message.content.trim().is_empty()).then_some(record.message.content)
+    })
 }
 
 /// `answer` cut to [`RESULT_CAP`] bytes at a character boundary, saying so when cut.

@@ -30,22 +30,6 @@ pub enum Effect {
     Unconfined,
 }
 
-impl Effect {
-    /// Whether a call with this effect may run only after a person said yes, whatever the
-    /// mode: with no one to ask, it is refused.
-    pub fn needs_a_person(self) -> bool {
-        match self {
-            Effect::Escalate | Effect::Unconfined => true,
-            Effect::Read
-            | Effect::ReadOutside
-            | Effect::Edit
-            | Effect::EditOutside
-            | Effect::Execute
-            | Effect::Confined => false,
-        }
-    }
-}
-
 /// Which calls ask first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PermissionMode {

@@ -279,6 +279,19 @@ impl Rule {
         })
     }
 
+    /// The rules among `texts` (remembered answers, read back), in order, and what was wrong
+    /// with those that are none: a damaged line costs its rule, never the others.
+    pub fn parse_each(texts: &[String]) -> (Vec<Rule>, Vec<RuleError>) {
+        let (mut rules, mut errors) = (Vec::new(), Vec::new());
+        for text in texts {
+            match Rule::parse(text) {
+                Ok(rule) => rules.push(rule),
+                Err(error) => errors.push(error),
+            }
+        }
+        (rules, errors)
+    }
+
     /// The rule that allows exactly `command` of `tool`: its wildcard characters are
     /// escaped, so nothing but the same line matches.
     pub fn exact_command(tool: &str, command: &str) -> String {
@@ -476,5 +489,19 @@ mod tests {
             said(&rules, "bash", json!({"command": "rm -rf / ; echo done"})),
             Some(Verdict::Deny)
         );
+    }
+
+    #[test]
+    fn a_remembered_line_that_is_no_rule_costs_only_itself() {
+        let texts = [
+            "bash(ls:*)".to_owned(),
+            "bash(".to_owned(),
+            "edit".to_owned(),
+        ];
+        let (rules, skipped) = Rule::parse_each(&texts);
+        let kept: Vec<&str> = rules.iter().map(|r| r.text.as_str()).collect();
+        assert_eq!(kept, ["bash(ls:*)", "edit"]);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].pattern, "bash(");
     }
 }

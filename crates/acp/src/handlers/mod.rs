@@ -295,7 +295,7 @@ pub(super) fn install(
             .grants
             .always
             .lock()
-            .extend(rules.iter().filter_map(|r| dsh_tools::Rule::parse(r).ok()));
+            .extend(dsh_tools::Rule::parse_each(&rules).0);
     }
     let (commands, warnings) =
         dsh_agent::commands::Commands::discover(&cwd, conn.config().commands_dir.as_deref());

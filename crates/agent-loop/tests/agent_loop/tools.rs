@@ -278,3 +278,63 @@ async fn the_approval_gate_allows_rejects_or_withdraws_calls() {
     assert_eq!(seen.lock().unwrap().len(), 1, "only the allowed body ran");
     handle.dispose().await;
 }
+
+#[tokio::test]
+async fn an_always_answer_allows_what_its_rule_covers_and_a_rule_that_is_none_records_nothing() {
+    let model = ScriptedModel::new(vec![
+        call("a", "guarded", r#"{"n":1}"#),
+        call("b", "guarded", r#"{"n":2}"#),
+        say("done"),
+        call("c", "guarded", r#"{"n":3}"#),
+        call("d", "guarded", r#"{"n":4}"#),
+        say("done"),
+    ]);
+    let h = Harness::new(model.clone()).await;
+    let mut guarded = Probe::new("guarded");
+    guarded.approval = true;
+    let seen = guarded.seen.clone();
+    h.add_tool(guarded);
+    let run = |decisions: Vec<ApprovalDecision>| {
+        let gate = Arc::new(Scripted(std::sync::Mutex::new(decisions)));
+        let registry = h.registry();
+        let owner = h.owner();
+        async move {
+            let handle = registry
+                .create(
+                    CreateAgent::new(owner)
+                        .with_cwd("/work")
+                        .with_approval(gate.clone()),
+                )
+                .await
+                .unwrap();
+            handle.agent().send(user("go")).unwrap().await;
+            let events = handle.agent().session().events();
+            handle.dispose().await;
+            (events, gate.0.lock().unwrap().len())
+        }
+    };
+    // Asked once: "always" covers the second call, and the log says what was granted.
+    let (events, unused) = run(vec![ApprovalDecision::AllowAlways {
+        rule: "guarded".into(),
+    }])
+    .await;
+    assert_eq!(unused, 0);
+    let granted: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind.as_str() == "permission/rule")
+        .collect();
+    assert_eq!(granted.len(), 1);
+    assert!(granted[0].data.get().contains(r#""rule":"guarded""#));
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    // An "always" whose rule is no rule allows its call alone, and records nothing.
+    let (events, unused) = run(vec![
+        ApprovalDecision::AllowAlways {
+            rule: "guarded(".into(),
+        },
+        ApprovalDecision::Allow,
+    ])
+    .await;
+    assert_eq!(unused, 0, "the second call was asked again");
+    assert!(!events.iter().any(|e| e.kind.as_str() == "permission/rule"));
+    assert_eq!(seen.lock().unwrap().len(), 4);
+}
