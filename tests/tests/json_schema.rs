@@ -100,3 +100,58 @@ async fn a_server_failure_ends_the_turn_with_a_valid_error_line() {
             .contains("malformed")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_lines_are_valid_and_name_its_session() {
+    let server = MockModelServer::responding(|request| {
+        let body = request.json();
+        let child = dsh_e2e::first_user_text(&body) == "child";
+        let done = body["messages"]
+            .as_array()
+            .is_some_and(|m| m.last().is_some_and(|m| m["role"] == "tool"));
+        match (child, done) {
+            (true, false) => {
+                MockResponse::tool_call("bash", &serde_json::json!({"command": "true"}))
+            }
+            (true, true) => MockResponse::text("child done"),
+            (false, false) => MockResponse::tool_call(
+                "task",
+                &serde_json::json!({"description": "check", "prompt": "child"}),
+            ),
+            (false, true) => MockResponse::text("parent done"),
+        }
+    })
+    .await;
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .run_against(
+            &server.base_url(),
+            &["--json", "--permission", "allow", "go"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines = valid_lines(&out.stdout);
+    let parent = lines[0]["session_id"].as_str().unwrap().to_owned();
+    let announced: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "subagent").collect();
+    let [child] = announced.as_slice() else {
+        panic!("{lines:?}")
+    };
+    assert_eq!(child["parent_id"], parent.as_str());
+    assert_eq!(child["title"], "check");
+    let child_id = child["session_id"].as_str().unwrap();
+    // The child's command is a line in its name; the parent's lines name no session.
+    assert!(
+        lines.iter().any(|l| l["type"] == "tool_call"
+            && l["name"] == "bash"
+            && l["session_id"] == child_id)
+    );
+    assert!(
+        lines.iter().any(|l| l["type"] == "tool_call"
+            && l["name"] == "task"
+            && l.get("session_id").is_none())
+    );
+    assert_eq!(lines.last().unwrap()["type"], "turn_end");
+    assert!(lines.last().unwrap().get("session_id").is_none());
+}

@@ -348,8 +348,11 @@ impl Renderer {
                 }
                 Shown::TurnEnded { reason, .. } => out.extend(stopped_notice(&reason, cx)),
                 Shown::Compacting(note) => out.extend(compacting_updates(&note, cx.caps)),
-                Shown::TurnStarted { .. } | Shown::StepStarted { .. } | Shown::ModelProgress(_) => {
-                }
+                // One session's renderer projects one session: children have their own.
+                Shown::TurnStarted { .. }
+                | Shown::StepStarted { .. }
+                | Shown::ModelProgress(_)
+                | Shown::Subagent(_) => {}
             }
         }
         out

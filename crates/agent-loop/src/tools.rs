@@ -325,6 +325,7 @@ impl Phase<'_, '_> {
                     .ok()
                     .flatten(),
                 cancel: self.token.clone(),
+                subagent: None,
             };
             let decision = tokio::select! {
                 biased;

@@ -135,7 +135,12 @@ fn question(request: &ApprovalRequest, colour: bool) -> String {
     };
     // The tool's name is the model's too.
     let tool = SafeText::plain(&request.tool);
-    format!("{change}dsh · allow {tool}: {shown}  [y/N] ")
+    // A subagent's call says whose it is: the person answers for a child they did not start.
+    let who = match &request.subagent {
+        Some(label) => format!("subagent \u{201c}{}\u{201d} · ", SafeText::plain(label)),
+        None => String::new(),
+    };
+    format!("{change}dsh · {who}allow {tool}: {shown}  [y/N] ")
 }
 
 fn elide(text: &str) -> String {
@@ -221,6 +226,7 @@ mod tests {
             preview: None,
             shown,
             cancel: CancellationToken::new(),
+            subagent: None,
         }
     }
 
@@ -235,6 +241,16 @@ mod tests {
         );
         let hostile = request("x\x1b]2;pwned\x07\x1b[2J", serde_json::json!({}));
         assert_eq!(question(&hostile, false), "dsh · allow x: {}  [y/N] ");
+    }
+
+    #[test]
+    fn a_subagents_question_names_the_subagent() {
+        let mut bash = request("bash", serde_json::json!({"command": "make"}));
+        bash.subagent = Some("run the \x1b[2Jtests".into());
+        assert_eq!(
+            question(&bash, false),
+            "dsh · subagent \u{201c}run the tests\u{201d} · allow bash: make  [y/N] "
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
 use dsh_tool_bash::{BashToolsPlugin, ToolBashConfig};
 use dsh_tool_fs::{FsToolsPlugin, ToolFsConfig};
 use dsh_tool_mcp::McpToolsPlugin;
+use dsh_tool_task::{TaskConfig, TaskPlugin};
 use dsh_tool_todo::TodoPlugin;
 use dsh_tools::{ToolRegistry, ToolRegistryPlugin};
 
@@ -115,6 +116,16 @@ async fn load_all(
         .load(TodoPlugin)
         .await
         .map_err(|e| failed("the todo tool", e))?;
+    if settings.subagent_depth.value > 0 {
+        runtime
+            .load(TaskPlugin::new(TaskConfig {
+                max_depth: settings.subagent_depth.value,
+                max_running: settings.subagent_running.value,
+                max_steps: settings.subagent_steps.value,
+            }))
+            .await
+            .map_err(|e| failed("the task tool", e))?;
+    }
     runtime
         .load(RmcpPlugin)
         .await
@@ -159,7 +170,7 @@ pub async fn presenters(runtime: &Runtime) -> Result<Arc<dyn ToolRegistry>, Fail
     let failed = |what: &str, e: dsh_kernel::KernelError| {
         Failure::internal(format!("cannot start {what}: {e}"))
     };
-    let plugins: [(&str, Box<dyn Plugin>); 6] = [
+    let plugins: [(&str, Box<dyn Plugin>); 7] = [
         (
             "the shell",
             Box::new(ShellLocalPlugin::new(LocalShellConfig::default())),
@@ -172,6 +183,7 @@ pub async fn presenters(runtime: &Runtime) -> Result<Arc<dyn ToolRegistry>, Fail
             Box::new(FsToolsPlugin::new(ToolFsConfig::default())),
         ),
         ("the todo tool", Box::new(TodoPlugin)),
+        ("the task tool", Box::new(TaskPlugin::default())),
     ];
     for (what, plugin) in plugins {
         runtime.load(plugin).await.map_err(|e| failed(what, e))?;

@@ -24,6 +24,14 @@ pub enum Line<'a> {
         data_dir: Option<String>,
         path: Option<String>,
     },
+    /// A child agent (a subagent) began, started by the call `call_id`; the lines of its
+    /// work that follow carry its `session_id`.
+    Subagent {
+        session_id: &'a str,
+        parent_id: &'a str,
+        call_id: &'a str,
+        title: &'a str,
+    },
     /// A turn began.
     TurnStart { turn: u32 },
     /// A piece of the model's reasoning.
@@ -113,6 +121,23 @@ pub struct Totals {
 
 impl Line<'_> {
     /// The line, newline-terminated.
+    /// The line of a child agent's work: [`Line::text`] naming its session, or the line
+    /// itself when `session` is `None`.
+    pub fn text_in(&self, session: Option<&str>) -> String {
+        let Some(session) = session else {
+            return self.text();
+        };
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut fields)) => {
+                fields.insert("session_id".into(), Value::String(session.to_owned()));
+                let mut line = Value::Object(fields).to_string();
+                line.push('\n');
+                line
+            }
+            Ok(_) | Err(_) => self.text(),
+        }
+    }
+
     pub fn text(&self) -> String {
         let mut line = serde_json::to_string(self).unwrap_or_else(|e| {
             // Only a map with non-string keys fails to serialize: never one of these.

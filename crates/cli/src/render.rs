@@ -19,10 +19,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use dsh_session::SessionId;
 use dsh_session::{Ephemeral, Session, SessionEvent, SessionObserver};
 use dsh_tools::ToolRegistry;
 use dsh_tools::safe_text::SafeText;
-use dsh_view::{Projector, Shown, Tally, ViewEvent};
+use dsh_view::{Family, Projector, Shown, Tally, ViewEvent};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -40,8 +41,9 @@ pub enum View {
 }
 
 struct State {
-    /// Made from the first event seen: the renderer follows one session.
-    projector: Option<Projector>,
+    /// Made from the first event seen, or by [`Renderer::follow`]: the renderer follows one
+    /// session and the child agents its calls start.
+    family: Option<Family>,
     /// Set before the first event.
     window: Option<u64>,
     prices: Option<dsh_llm::Prices>,
@@ -95,7 +97,7 @@ impl Renderer {
             transcript,
             tools,
             state: Mutex::new(State {
-                projector: None,
+                family: None,
                 window: None,
                 prices: None,
                 human: human::Human::new(color, transcript),
@@ -112,16 +114,16 @@ impl Renderer {
     pub fn set_window(&self, window: u64) {
         let mut state = self.state.lock();
         state.window = Some(window);
-        if let Some(projector) = &mut state.projector {
-            projector.set_window(window);
+        if let Some(family) = &mut state.family {
+            family.root_mut().set_window(window);
         }
     }
 
     /// The model's prices, for the footer's cost.
     pub fn set_prices(&self, prices: Option<dsh_llm::Prices>) {
         let mut state = self.state.lock();
-        if let Some(projector) = &mut state.projector {
-            projector.set_prices(prices.clone());
+        if let Some(family) = &mut state.family {
+            family.root_mut().set_prices(prices.clone());
         }
         state.prices = prices;
     }
@@ -129,8 +131,8 @@ impl Renderer {
     /// What the run's model calls used so far.
     pub fn totals(&self) -> Tally {
         let state = self.state.lock();
-        match &state.projector {
-            Some(projector) => projector.tally().clone(),
+        match &state.family {
+            Some(family) => family.root().tally().clone(),
             None => Tally {
                 window: state.window,
                 prices: state.prices.clone(),
@@ -198,38 +200,76 @@ impl Renderer {
         self.out(line.text().as_bytes());
     }
 
-    /// Renders one stored event, as the live observer would have.
-    pub fn replay(&self, event: &SessionEvent, session: &dsh_session::SessionId) {
+    /// Follows `session` from here on, with the child agents its calls start.
+    pub fn follow(&self, session: &SessionId) {
+        let mut state = self.state.lock();
+        self.family(&mut state, session);
+    }
+
+    /// Renders one stored event of the followed session or of one of its children, as the
+    /// live observer would have.
+    pub fn replay(&self, event: &SessionEvent, session: &SessionId) {
         let mut shown = {
             let mut state = self.state.lock();
             let mut shown = std::mem::take(&mut state.events);
-            self.projector(&mut state, session)
-                .event_into(event, &*self.tools, &mut shown);
+            self.family(&mut state, session)
+                .event_into(session, event, &*self.tools, &mut shown);
             shown
         };
         self.show(&mut shown);
         self.state.lock().events = shown;
     }
 
-    fn projector<'a>(
+    /// Shows the child agent whose session has `header` under the card of the call that
+    /// started it, when that call is the followed session's (or a followed child's); its
+    /// events before `earlier_than` are shown at once. `false`: not one of the family.
+    pub fn adopt(
         &self,
-        state: &'a mut State,
-        session: &dsh_session::SessionId,
-    ) -> &'a mut Projector {
+        header: &dsh_session::SessionHeader,
+        earlier: &[Arc<SessionEvent>],
+    ) -> bool {
+        let mut shown = Vec::new();
+        {
+            let mut state = self.state.lock();
+            let Some(family) = state.family.as_mut() else {
+                return false;
+            };
+            if !family.adopt(header, &mut shown) {
+                return false;
+            }
+            for event in earlier {
+                family.event_into(&header.id, event, &*self.tools, &mut shown);
+            }
+        }
+        self.show(&mut shown);
+        true
+    }
+
+    fn family<'a>(&self, state: &'a mut State, session: &SessionId) -> &'a mut Family {
         let (window, prices) = (state.window, state.prices.clone());
-        state.projector.get_or_insert_with(|| {
+        state.family.get_or_insert_with(|| {
             let mut projector = Projector::new(session.clone());
             if let Some(window) = window {
                 projector.set_window(window);
             }
             projector.set_prices(prices);
-            projector
+            Family::new(projector)
         })
     }
 
     /// Maps view events to the run's medium, emptying `events`.
     fn show(&self, events: &mut Vec<ViewEvent>) {
+        let root = self
+            .state
+            .lock()
+            .family
+            .as_ref()
+            .map(|family| family.root().session().clone());
         for event in events.drain(..) {
+            if root.as_ref().is_some_and(|root| *root != event.session) {
+                self.show_child(event);
+                continue;
+            }
             match self.view {
                 View::Human { .. } => {
                     let mut said = {
@@ -245,6 +285,29 @@ impl Renderer {
                 }
                 View::Json => self.json(&event.shown),
             }
+        }
+    }
+
+    /// A child agent's event: one line under its card in the text view, a line naming the
+    /// child's session in `--json`.
+    fn show_child(&self, event: ViewEvent) {
+        match self.view {
+            View::Human { .. } => {
+                let mut said = self.state.lock().human.child(&event);
+                self.say(&mut said);
+            }
+            View::Json => match &event.shown {
+                Shown::Subagent(child) => self.json_line(&Line::Subagent {
+                    session_id: event.session.as_str(),
+                    parent_id: child.parent.as_str(),
+                    call_id: &child.call_id,
+                    title: &child.label,
+                }),
+                Shown::Warnings(_) => {}
+                shown => json::lines(shown, |line| {
+                    self.out(line.text_in(Some(event.session.as_str())).as_bytes())
+                }),
+            },
         }
     }
 
@@ -287,14 +350,39 @@ impl SessionObserver for Renderer {
         "dsh-run-renderer"
     }
 
+    /// A session a followed call started is shown from its first event.
+    async fn on_created(
+        &self,
+        session: &Session,
+        published_from: u64,
+    ) -> Result<(), dsh_kernel::BoxError> {
+        let earlier: Vec<Arc<SessionEvent>> = session
+            .events()
+            .iter()
+            .filter(|event| event.seq < published_from)
+            .cloned()
+            .collect();
+        self.adopt(session.header(), &earlier);
+        Ok(())
+    }
+
     fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
-        self.replay(event, session.id());
+        let followed = self
+            .state
+            .lock()
+            .family
+            .as_mut()
+            .is_none_or(|family| family.member(session.id()).is_some());
+        if followed {
+            self.replay(event, session.id());
+        }
     }
 
     fn on_ephemeral(&self, session: &Session, note: &Ephemeral) {
         let mut shown = {
             let mut state = self.state.lock();
-            self.projector(&mut state, session.id()).ephemeral(note)
+            self.family(&mut state, session.id())
+                .ephemeral(session.id(), note)
         };
         self.show(&mut shown);
     }

@@ -486,17 +486,15 @@ async fn turn(
         let shown = renderer.clone();
         gate.on_ask(Box::new(move |_| shown.stop_spinner()));
     }
+    // Every session is watched: the child agents the session's calls start are shown too.
+    renderer.follow(&id);
     let subscribed = runtime
         .scope()
         .require::<SessionStore>()
         .map_err(|e| e.to_string())
         .and_then(|store| {
             store
-                .subscribe(
-                    runtime.scope(),
-                    Interest::Session(id.clone()),
-                    renderer.clone(),
-                )
+                .subscribe(runtime.scope(), Interest::All, renderer.clone())
                 .map_err(|e| e.to_string())
         });
     if let Err(e) = subscribed {

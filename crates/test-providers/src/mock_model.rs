@@ -119,6 +119,22 @@ impl MockResponse {
         MockResponse::sse_bytes(chunks(&[delta], "tool_calls"))
     }
 
+    /// A 200 SSE answer asking for several tool calls at once (ids `call_0`, `call_1` …)
+    /// that finishes `tool_calls`.
+    pub fn tool_calls(calls: &[(&str, serde_json::Value)]) -> MockResponse {
+        let calls: Vec<serde_json::Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(index, (name, arguments))| {
+                serde_json::json!({"index": index, "id": format!("call_{index}"),
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments.to_string()}})
+            })
+            .collect();
+        let delta = serde_json::json!({ "tool_calls": calls });
+        MockResponse::sse_bytes(chunks(&[delta], "tool_calls"))
+    }
+
     /// A 200 SSE response replaying fixture `name` of `fixtures/sse/`.
     pub fn sse_fixture(name: &str) -> MockResponse {
         MockResponse::sse_bytes(dsh_test_support::sse::fixture(name))

@@ -19,6 +19,29 @@ pub fn last_answer(session: &Session) -> Option<String> {
     })
 }
 
+/// What the child's model calls used, in one line: `3 model calls, 5210 tokens in, 340 out`.
+pub fn usage_line(session: &Session) -> String {
+    let (mut calls, mut reported, mut input, mut output) = (0u64, false, 0u64, 0u64);
+    for event in session.events().iter() {
+        if let Ok(Record::AssistantMessage(record)) = Record::decode(event) {
+            calls += 1;
+            if let Some(usage) = record.usage {
+                reported = true;
+                input += usage.input_tokens;
+                output += usage.output_tokens;
+            }
+        }
+    }
+    let calls = match calls {
+        1 => "1 model call".to_owned(),
+        n => format!("{n} model calls"),
+    };
+    match reported {
+        true => format!("{calls}, {input} tokens in, {output} out"),
+        false => format!("{calls}, usage not reported"),
+    }
+}
+
 /// `answer` cut to [`RESULT_CAP`] bytes at a character boundary, saying so when cut.
 pub fn capped(answer: &str) -> String {
     if answer.len() <= RESULT_CAP {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use dsh_agent::{AgentOverrides, AgentRegistry, CancelCause, CreateAgent, UserMessage};
 use dsh_kernel::WeakScope;
 use dsh_session::{SessionId, ToolCallRecord};
+use dsh_tools::safe_text::SafeText;
 use dsh_tools::{
     Effect, HidingToolRegistry, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolKindHint,
     ToolOutput, ToolSchema,
@@ -18,7 +19,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use crate::result::{capped, ending, last_answer};
+use crate::gate::ChildGate;
+use crate::result::{capped, ending, last_answer, usage_line};
 
 /// The tool's name.
 const NAME: &str = "task";
@@ -236,7 +238,8 @@ impl Tool for TaskTool {
                     request.with_additional_dirs(roots.all().skip(1).map(Into::into).collect());
             }
             if let Some(approval) = cx.approval() {
-                request = request.with_approval(approval.clone());
+                let label = SafeText::plain(args.description.trim());
+                request = request.with_approval(Arc::new(ChildGate::new(approval.clone(), label)));
             }
             if let Some(files) = cx.files() {
                 request = request.with_files(files.clone());
@@ -281,12 +284,16 @@ impl Tool for TaskTool {
                 }
             };
             let answer = last_answer(agent.session());
+            let usage = usage_line(agent.session());
             handle.dispose().await;
             owner.dispose().await;
             let (ended, failed) = ending(&outcome);
             let text = match answer {
-                Some(answer) => format!("{}\n\n[subagent {child}: {ended}]", capped(&answer)),
-                None => format!("[subagent {child}: {ended}, with no answer]"),
+                Some(answer) => format!(
+                    "{}\n\n[subagent {child}: {ended}; {usage}]",
+                    capped(&answer)
+                ),
+                None => format!("[subagent {child}: {ended}, with no answer; {usage}]"),
             };
             Ok(ToolOutput {
                 is_error: failed,
@@ -297,11 +304,15 @@ impl Tool for TaskTool {
 
     fn present_call(&self, call: &ToolCallRecord) -> Option<ToolCallView> {
         let args: Value = serde_json::from_str(&call.arguments).ok()?;
-        let description = args.get("description")?.as_str()?;
-        Some(ToolCallView::titled(
+        let description = SafeText::plain(args.get("description")?.as_str()?.trim());
+        let mut view = ToolCallView::titled(
             format!("Subagent: {description}"),
             ToolKindHint::Other,
             call,
-        ))
+        );
+        if let ToolCallView::Generic { summary, .. } = &mut view {
+            *summary = Some(description);
+        }
+        Some(view)
     }
 }

@@ -30,6 +30,9 @@ pub struct ApprovalRequest {
     pub shown: Option<ToolCallView>,
     /// The turn's token: it fires when the turn is cancelled, and the gate should give up.
     pub cancel: CancellationToken,
+    /// Who asks, when it is a subagent and not the agent the person talks to: its label
+    /// (the few words its task was given), safe. The question names it.
+    pub subagent: Option<String>,
 }
 
 /// The gate's answer.

@@ -195,6 +195,7 @@ fn doing(shown: &Shown) -> Option<String> {
         | Shown::Plan { .. }
         | Shown::Compacted(_)
         | Shown::Warnings(_)
+        | Shown::Subagent(_)
         | Shown::TurnEnded { .. } => None,
     }
 }

@@ -144,6 +144,7 @@ pub(crate) fn bash(command: &str, cancel: dsh_kernel::CancellationToken) -> Appr
             raw_input: serde_json::json!({"command": command}),
         }),
         cancel,
+        subagent: None,
     }
 }
 

@@ -247,6 +247,7 @@ impl Transcript {
             | Shown::StepStarted { .. }
             | Shown::Title(_)
             | Shown::ModelProgress(_)
+            | Shown::Subagent(_)
             | Shown::Compacting(_) => {}
         }
     }

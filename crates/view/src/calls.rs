@@ -69,6 +69,14 @@ impl Calls {
         self.of_call(turn, step, call_id).last()
     }
 
+    /// The latest open card with this call id, in any step.
+    pub fn last_of_call(&self, call_id: &str) -> Option<&OpenCall> {
+        self.open
+            .iter()
+            .rev()
+            .find(|open| open.card.call.call_id == call_id)
+    }
+
     /// The open cards of `turn` (all of them when `None`), in opening order.
     pub fn of_turn(&self, turn: Option<u32>) -> Vec<String> {
         self.open

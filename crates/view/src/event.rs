@@ -84,6 +84,9 @@ pub enum Shown {
     /// What building the system message warned about, and a window too small for it.
     /// Safe text.
     Warnings(Vec<String>),
+    /// A child agent started by a call of a followed session: the event is in the child's
+    /// name, and every later event in that name is the child's work, to show under the card.
+    Subagent(Subagent),
     /// A turn ended; every card of it was closed before.
     TurnEnded {
         /// The turn.
@@ -93,6 +96,23 @@ pub enum Shown {
         /// The last model call said something a person can read.
         answered: bool,
     },
+}
+
+/// A child agent, as its parent's front end shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Subagent {
+    /// The session whose call started it.
+    pub parent: SessionId,
+    /// The card of that call in the parent's view, when it is open there.
+    pub card: Option<String>,
+    /// The call's id as the model gave it. Raw.
+    pub call_id: String,
+    /// The card's title (empty when the card is not open), safe.
+    pub title: String,
+    /// What the child does in a few words: the card's summary, else its title. Safe.
+    pub label: String,
+    /// 1 for a child of the followed session, 2 for a grandchild …
+    pub depth: u32,
 }
 
 /// A finished model call.

@@ -25,12 +25,16 @@
 mod calls;
 mod card;
 mod event;
+mod family;
+mod line;
 mod present;
 mod project;
 mod tally;
 
 pub use card::{Card, CardEnd, Closed, Look};
-pub use event::{Answer, Compaction, Shown, ViewEvent};
+pub use event::{Answer, Compaction, Shown, Subagent, ViewEvent};
+pub use family::Family;
+pub use line::child_line;
 pub use project::Projector;
 pub use tally::Tally;
 

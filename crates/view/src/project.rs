@@ -95,6 +95,17 @@ impl Projector {
         &self.tally
     }
 
+    /// The session it follows.
+    pub fn session(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// The latest open card with this call id, whatever its step: the call a child agent's
+    /// header names.
+    pub fn open_card_of_call(&self, call_id: &str) -> Option<&Card> {
+        self.calls.last_of_call(call_id).map(|open| &*open.card)
+    }
+
     /// The open card of this step with this call id that a question or running output is
     /// about (the latest, when a step repeated the id).
     pub fn open_card(&self, turn: u32, step: u32, call_id: &str) -> Option<&Card> {

@@ -339,3 +339,78 @@ fn a_prompt_shows_once_its_step_does_and_its_title_after_it() {
         [Shown::TurnEnded { .. }]
     ));
 }
+
+fn header(id: &str, parent: Option<SessionId>, call: Option<&str>) -> dsh_session::SessionHeader {
+    dsh_session::SessionHeader {
+        version: dsh_session::SESSION_FORMAT_VERSION,
+        id: SessionId::parse(id).unwrap(),
+        created_at: 0,
+        cwd: "/w".into(),
+        parent,
+        seed_len: None,
+        parent_call: call.map(Into::into),
+    }
+}
+
+const CHILD: &str = "01a24cf7-2273-7407-bb3c-8c9b64784fc1";
+const GRANDCHILD: &str = "01a24cf7-2273-7407-bb3c-8c9b64784fc2";
+
+#[test]
+fn a_child_started_by_an_open_call_is_adopted_under_its_card_and_shown_in_its_name() {
+    let (_runtime, tools) = registry();
+    let mut family = crate::Family::new(Projector::new(session()));
+    let call = event(
+        "tool/call",
+        json!({"turn": 1, "step": 1, "call_id": "t1", "name": "sh",
+               "arguments": json!({"command": "delegate"}).to_string()}),
+    );
+    let mut out = Vec::new();
+    family.event_into(&session(), &call, &*tools, &mut out);
+    out.clear();
+    // A fork names a parent but no call: not a child.
+    assert!(!family.adopt(&header(CHILD, Some(session()), None), &mut out));
+    assert!(family.adopt(&header(CHILD, Some(session()), Some("t1")), &mut out));
+    // Adopted once.
+    assert!(!family.adopt(&header(CHILD, Some(session()), Some("t1")), &mut out));
+    let [adopted] = out.as_slice() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(adopted.session.as_str(), CHILD);
+    let Shown::Subagent(child) = &adopted.shown else {
+        panic!("{adopted:?}")
+    };
+    assert_eq!(child.card.as_deref(), Some("1:1:t1"));
+    assert_eq!((child.depth, child.label.as_str()), (1, "delegate"));
+    // The child's own events come out in its name.
+    let child_id = SessionId::parse(CHILD).unwrap();
+    let mut out = Vec::new();
+    let child_call = event(
+        "tool/call",
+        json!({"turn": 1, "step": 1, "call_id": "c", "name": "sh",
+               "arguments": json!({"command": "ls"}).to_string()}),
+    );
+    family.event_into(&child_id, &child_call, &*tools, &mut out);
+    assert!(out.iter().all(|e| e.session == child_id), "{out:?}");
+    let lines: Vec<String> = out
+        .iter()
+        .filter_map(|e| crate::child_line(&e.shown))
+        .collect();
+    assert_eq!(lines, ["$ ls"]);
+    // A grandchild nests one deeper; a stranger's session is not followed.
+    assert!(family.adopt(
+        &header(GRANDCHILD, Some(child_id.clone()), Some("c")),
+        &mut out
+    ));
+    let stranger = header(
+        "01a24cf7-2273-7407-bb3c-8c9b64784fc3",
+        Some(SessionId::parse("01a24cf7-2273-7407-bb3c-8c9b64784fc4").unwrap()),
+        Some("t1"),
+    );
+    assert!(!family.adopt(&stranger, &mut out));
+    let mut out = Vec::new();
+    family.event_into(&stranger.id, &child_call, &*tools, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(family.children(), 2);
+    family.release(&child_id);
+    assert_eq!(family.children(), 1);
+}

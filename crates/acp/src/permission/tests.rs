@@ -47,6 +47,7 @@ fn request(cancel: &CancellationToken) -> ApprovalRequest {
         preview: None,
         shown: None,
         cancel: cancel.clone(),
+        subagent: None,
     }
 }
 

@@ -10,7 +10,7 @@ use dsh_session::TurnEndReason;
 use dsh_tools::safe_text::SafeText;
 use dsh_tools::words::count;
 use dsh_tools::{TerminalExit, ToolKindHint, ToolResultView};
-use dsh_view::{Card, CardEnd, Closed, Compaction, Look, Shown};
+use dsh_view::{Card, CardEnd, Closed, Compaction, Look, Shown, ViewEvent};
 
 use super::ending::Ending;
 use super::live::LiveCall;
@@ -57,6 +57,8 @@ pub struct Human {
     spinning: HashMap<String, String>,
     /// Cards whose output is on the screen as it arrives.
     live: HashMap<String, LiveCall>,
+    /// The child agents at work: their label and depth.
+    children: HashMap<dsh_session::SessionId, (String, u32)>,
 }
 
 impl Human {
@@ -73,6 +75,7 @@ impl Human {
             previewed: HashSet::new(),
             spinning: HashMap::new(),
             live: HashMap::new(),
+            children: HashMap::new(),
         }
     }
 
@@ -202,8 +205,40 @@ impl Human {
             | Shown::TurnEnded { .. }
             | Shown::TurnStarted { .. }
             | Shown::Title(_)
+            | Shown::Subagent(_)
             | Shown::Compacting(_) => {}
         }
+    }
+
+    /// A child agent's event: a line under the card that started it, `  ↳ label · what`.
+    pub fn child(&mut self, event: &ViewEvent) -> Vec<Said> {
+        let label = match &event.shown {
+            Shown::Subagent(child) => {
+                self.children
+                    .insert(event.session.clone(), (child.label.clone(), child.depth));
+                return Vec::new();
+            }
+            _ => match self.children.get(&event.session) {
+                Some(known) => known.clone(),
+                None => return Vec::new(),
+            },
+        };
+        let Some(line) = dsh_view::child_line(&event.shown) else {
+            return Vec::new();
+        };
+        if matches!(event.shown, Shown::TurnEnded { .. }) {
+            self.children.remove(&event.session);
+        }
+        let (label, depth) = label;
+        let indent = "  ".repeat(depth as usize);
+        let text = match self.color {
+            true => format!("{indent}\x1b[2m↳ {label} ·\x1b[0m {line}\n"),
+            false => format!("{indent}↳ {label} · {line}\n"),
+        };
+        let mut said = Vec::new();
+        self.end_reasoning(&mut said);
+        said.push(Said::Side(text));
+        said
     }
 
     fn end_reasoning(&mut self, said: &mut Vec<Said>) {

@@ -9,6 +9,8 @@ use crate::json_lines::Line;
 pub fn lines(shown: &Shown, mut emit: impl FnMut(Line<'_>)) {
     match shown {
         Shown::TurnStarted { turn } => emit(Line::TurnStart { turn: *turn }),
+        // The renderer says it, with what only it knows.
+        Shown::Subagent(_) => {}
         Shown::Reasoning(text) => emit(Line::Reasoning { text }),
         Shown::Text(text) => emit(Line::Text { text }),
         Shown::Answered(answer) => {

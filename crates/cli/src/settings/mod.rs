@@ -130,6 +130,11 @@ pub struct Settings {
     pub sandbox: Set<String>,
     /// `[sandbox] network`: whether sandboxed commands may reach the network.
     pub sandbox_network: Set<bool>,
+    /// `[subagents]`: how deep children nest (0: no `task` tool), how many of one agent run
+    /// at once, and a child's step limit.
+    pub subagent_depth: Set<u32>,
+    pub subagent_running: Set<usize>,
+    pub subagent_steps: Set<Option<NonZeroU32>>,
     pub acp_max_line_bytes: Set<usize>,
     pub acp_cancel_grace: Set<Duration>,
     pub acp_teardown_deadline: Set<Duration>,
@@ -219,6 +224,9 @@ impl Settings {
             tui_permission: typed.get(&TUI_PERMISSION)?,
             sandbox: typed.get(&SANDBOX)?,
             sandbox_network: typed.get(&SANDBOX_NETWORK)?,
+            subagent_depth: typed.get(&SUBAGENT_DEPTH)?,
+            subagent_running: typed.get(&SUBAGENT_RUNNING)?,
+            subagent_steps: typed.get_or_unset(&SUBAGENT_STEPS)?,
             acp_max_line_bytes: typed.get(&ACP_MAX_LINE_BYTES)?,
             acp_cancel_grace: typed.get(&ACP_CANCEL_GRACE)?,
             acp_teardown_deadline: typed.get(&ACP_TEARDOWN_DEADLINE)?,

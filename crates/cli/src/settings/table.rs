@@ -171,6 +171,9 @@ mod rows {
     pub const ACP_PERMISSION: Setting<PermissionMode> = setting(flag(key("acp.permission", Kind::Choice(PERMISSIONS), Default::Is("ask")), "--permission", f::acp_permission), parsed);
     pub const SANDBOX: Setting<String> = setting(env(flag(key("sandbox.policy", Kind::Choice(SANDBOXES), Default::Is("workspace-write")), "--sandbox", f::sandbox), "DSH_SANDBOX"), text);
     pub const SANDBOX_NETWORK: Setting<bool> = setting(env(key("sandbox.network", Kind::Bool, Default::Is("false")), "DSH_SANDBOX_NETWORK"), parsed);
+    pub const SUBAGENT_DEPTH: Setting<u32> = setting(env(key("subagents.max_depth", Kind::Int { min: 0, max: 8 }, Default::Is("1")), "DSH_SUBAGENT_DEPTH"), parsed);
+    pub const SUBAGENT_RUNNING: Setting<usize> = setting(env(key("subagents.max_running", Kind::Int { min: 1, max: 64 }, Default::Is("4")), "DSH_SUBAGENT_RUNNING"), parsed);
+    pub const SUBAGENT_STEPS: Setting<NonZeroU32> = setting(env(key("subagents.max_steps", Kind::Int { min: 1, max: 10_000 }, Default::Unset), "DSH_SUBAGENT_STEPS"), parsed);
     pub const TUI_PERMISSION: Setting<PermissionMode> = setting(flag(key("tui.permission", Kind::Choice(PERMISSIONS), Default::Is("accept-edits")), "--permission", f::tui_permission), parsed);
     pub const ACP_MAX_LINE_BYTES: Setting<usize> = setting(key("acp.max_line_bytes", Kind::Int { min: 1024, max: 1 << 30 }, Default::Is("33554432")), parsed);
     pub const ACP_CANCEL_GRACE: Setting<Duration> = setting(key("acp.cancel_grace_ms", MILLIS, Default::Is("5000")), millis);
@@ -185,7 +188,8 @@ mod rows {
         PRICE_CURRENCY.key, CONNECT_TIMEOUT.key, FIRST_BYTE_TIMEOUT.key, IDLE_TIMEOUT.key,
         MAX_RETRIES.key, SEND_REASONING_CONTENT.key, MAX_TOKENS_FIELD.key, ACP_PERMISSION.key,
         ACP_MAX_LINE_BYTES.key, ACP_CANCEL_GRACE.key, ACP_TEARDOWN_DEADLINE.key, TUI_PERMISSION.key,
-        SANDBOX.key, SANDBOX_NETWORK.key,
+        SANDBOX.key, SANDBOX_NETWORK.key, SUBAGENT_DEPTH.key, SUBAGENT_RUNNING.key,
+        SUBAGENT_STEPS.key,
     ];
 }
 
@@ -268,7 +272,7 @@ mod derive {
 
 /// The file tables a setting may sit in, besides the top level; `[http.headers]` holds
 /// free-form header names. `[price]` gives the model's prices per million tokens, for costs.
-pub const TABLES: &[&str] = &["http", "acp", "price", "tui", "sandbox"];
+pub const TABLES: &[&str] = &["http", "acp", "price", "tui", "sandbox", "subagents"];
 
 impl Kind {
     /// Checks `text` against the kind; `Err` says what was expected, as a phrase that reads
