@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { client, methods, ndJsonStream, RequestError } from "@agentclientprotocol/sdk";
+// The same client with the schema of ACP's newer surfaces (child sessions among them).
+import * as unstable from "@agentclientprotocol/sdk/unstable";
 
 const BIN = process.env.DSH_BIN;
 assert.ok(BIN, "DSH_BIN names the built dsh binary");
@@ -27,7 +29,7 @@ function sandbox(entries) {
 const started = [];
 after(() => started.forEach((child) => child.kill("SIGKILL")));
 
-function start(box, extra = []) {
+function start(box, extra = [], sdk = { ndJsonStream }) {
   const child = spawn(
     BIN,
     ["--data-dir", join(box.root, "data"), "--replay", box.script, "acp", ...extra],
@@ -42,19 +44,20 @@ function start(box, extra = []) {
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
-  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const stream = sdk.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   return { child, stream, exited, stderr: () => stderr };
 }
 
 // A client that records every update and answers permission requests with `option`.
-function peer(option = "allow_once") {
+function peer(option = "allow_once", sdk = { client, methods }) {
   const updates = [];
   const asked = [];
-  const app = client({ name: "dsh-peer-tests" })
-    .onNotification(methods.client.session.update, ({ params }) => {
+  const app = sdk
+    .client({ name: "dsh-peer-tests" })
+    .onNotification(sdk.methods.client.session.update, ({ params }) => {
       updates.push(params);
     })
-    .onRequest(methods.client.session.requestPermission, ({ params }) => {
+    .onRequest(sdk.methods.client.session.requestPermission, ({ params }) => {
       asked.push(params);
       return { outcome: { outcome: "selected", optionId: option } };
     });
@@ -489,6 +492,86 @@ test("an editor's MCP server gives its session tools, read-only ones unasked", a
     );
     assert.match(results, /from the MCP server/);
     await ctx.request(methods.agent.session.close, { sessionId });
+  });
+  await finish(proc);
+});
+
+// A parent hands one task to a child, which runs a command (asked about) and answers.
+function delegation() {
+  return sandbox([
+    { stream: [{ tool_call: { name: "task", arguments: { description: "check files", prompt: "look around" } } }] },
+    { stream: [{ tool_call: { name: "bash", arguments: { command: "echo child" } } }] },
+    { stream: [{ text: "child answer" }], finish: "stop" },
+    { stream: [{ text: "parent done" }], finish: "stop" },
+  ]);
+}
+
+test("a client showing subagents gets the child as a session of its own", async () => {
+  const box = delegation();
+  const proc = start(box, [], unstable);
+  const { app, updates, asked } = peer("allow_once", unstable);
+  await app.connectWith(proc.stream, async (ctx) => {
+    await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: { subagents: {} } });
+    const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "delegate" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+    const announced = updates.filter((u) => u.update.sessionUpdate === "subagent_update");
+    assert.ok(announced.length >= 2, JSON.stringify(announced));
+    assert.ok(announced.every((u) => u.sessionId === sessionId), "announced on the parent");
+    const child = announced[0].update.sessionId;
+    assert.notEqual(child, sessionId);
+    assert.equal(announced[0].update.title, "check files");
+    assert.equal(announced[0].update.state.state, "running");
+    assert.deepEqual(announced.at(-1).update.state, { state: "idle", stopReason: "end_turn" });
+    // The child's own updates come under its id, before it is idle.
+    const own = updates.filter((u) => u.sessionId === child);
+    assert.ok(own.some((u) => u.update.sessionUpdate === "tool_call" && u.update.title === "echo child"));
+    assert.equal(text(own, "agent_message_chunk"), "child answer");
+    assert.ok(updates.indexOf(own.at(-1)) < updates.indexOf(announced.at(-1)));
+    // Its question names its session. (The task card's link to it, a `session` content
+    // block, is checked on the wire by tests/tests/acp_subagents.rs: this client version
+    // drops content types it does not know.)
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0].sessionId, child);
+    assert.equal(text(updates.filter((u) => u.sessionId === sessionId), "agent_message_chunk"), "parent done");
+  });
+  await finish(proc);
+});
+
+test("a client not showing subagents sees the child's work in the task card", async () => {
+  const box = delegation();
+  const proc = start(box);
+  const { app, updates, asked } = peer("allow_once");
+  await app.connectWith(proc.stream, async (ctx) => {
+    await handshake(ctx);
+    const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: box.work, mcpServers: [] });
+    const response = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "delegate" }],
+    });
+    assert.equal(response.stopReason, "end_turn");
+    assert.ok(updates.every((u) => u.sessionId === sessionId), "nothing of another session");
+    assert.ok(!updates.some((u) => u.update.sessionUpdate === "subagent_update"));
+    const card = updates.find((u) => u.update.sessionUpdate === "tool_call").update.toolCallId;
+    const progress = updates
+      .filter((u) => u.update.toolCallId === card && u.update.content)
+      .map((u) => JSON.stringify(u.update.content));
+    assert.ok(progress.some((c) => c.includes("↳ check files · $ echo child")), progress.join("\n"));
+    // The child's call is announced in the parent's session, named for the child, and
+    // asked about there.
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0].sessionId, sessionId);
+    const proxy = asked[0].toolCall.toolCallId;
+    assert.ok(proxy.startsWith(`${card}/`), proxy);
+    const statuses = updates.filter((u) => u.update.toolCallId === proxy).map((u) => u.update.status);
+    assert.equal(statuses[0] ?? "pending", "pending", "announced waiting");
+    assert.equal(statuses.at(-1), "completed");
+    assert.ok(asked[0].toolCall.title.startsWith("Subagent \u201ccheck files\u201d: "), asked[0].toolCall.title);
+    const result = updates.filter((u) => u.update.toolCallId === card && u.update.status === "completed");
+    assert.ok(JSON.stringify(result).includes("child answer"), JSON.stringify(result));
   });
   await finish(proc);
 });

@@ -30,5 +30,5 @@ fn the_official_typescript_client_completes_every_scenario() {
         "node --test failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("# pass 11"), "{stdout}");
+    assert!(stdout.contains("# pass 13"), "{stdout}");
 }

@@ -6,6 +6,8 @@
 //! request naming it, and a prompt's response follows every update of its turn. Each kind
 //! of item is one method of [`OrderedPath`].
 
+mod children;
+
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
@@ -45,6 +47,10 @@ pub(crate) enum Item {
     Notice(String),
     /// The gate asks about a call: send the request, hand back its id and answer.
     Permission {
+        /// The asking agent's session: this one, or a child's.
+        session: SessionId,
+        /// The child's label when a child asks.
+        subagent: Option<String>,
         turn: u32,
         step: u32,
         call_id: String,
@@ -56,9 +62,26 @@ pub(crate) enum Item {
     },
     /// An asked-about call was allowed: it is now running.
     Allowed {
+        session: SessionId,
         turn: u32,
         step: u32,
         call_id: String,
+    },
+    /// A child agent was started by a call of this session or of one of its children; its
+    /// events before `earlier` was read came with it.
+    ChildCreated {
+        header: Box<dsh_session::SessionHeader>,
+        earlier: Vec<Arc<SessionEvent>>,
+    },
+    /// An event a child agent's session published.
+    ChildEvent {
+        session: SessionId,
+        event: Arc<SessionEvent>,
+    },
+    /// A child's running call's output.
+    ChildProgress {
+        session: SessionId,
+        piece: ToolProgressRecord,
     },
     /// The prompt's ticket resolved (`None`: the cancel grace ran out first).
     Settle {
@@ -91,6 +114,8 @@ pub(crate) struct OrderedPath {
     session: Arc<LiveSession>,
     parts: PathParts,
     live: Renderer,
+    /// The child agents its calls started, followed here.
+    children: children::Children,
 }
 
 impl OrderedPath {
@@ -100,6 +125,7 @@ impl OrderedPath {
             session,
             parts,
             live,
+            children: children::Children::default(),
         }
     }
 
@@ -109,6 +135,8 @@ impl OrderedPath {
             match item {
                 Item::Event(event) => self.event(&event).await,
                 Item::Permission {
+                    session,
+                    subagent,
                     turn,
                     step,
                     call_id,
@@ -117,6 +145,8 @@ impl OrderedPath {
                     reply,
                 } => {
                     let asked = Asked {
+                        session,
+                        subagent,
                         turn,
                         step,
                         call_id,
@@ -146,10 +176,24 @@ impl OrderedPath {
                     }
                 }
                 Item::Allowed {
+                    session,
                     turn,
                     step,
                     call_id,
-                } => self.allowed(turn, step, &call_id).await,
+                } if session == self.session.id => self.allowed(turn, step, &call_id).await,
+                Item::Allowed {
+                    session,
+                    turn,
+                    step,
+                    call_id,
+                } => self.child_allowed(&session, turn, step, &call_id).await,
+                Item::ChildCreated { header, earlier } => {
+                    self.child_created(&header, &earlier).await
+                }
+                Item::ChildEvent { session, event } => self.child_event(&session, &event).await,
+                Item::ChildProgress { session, piece } => {
+                    self.child_progress(&session, piece).await
+                }
                 Item::Settle {
                     message_id,
                     outcome,
@@ -185,12 +229,16 @@ impl OrderedPath {
             let cx = context(session, parts, RenderMode::Live, &asks);
             self.live.render_record(decoded, event.time, &cx)
         };
+        let updates = self.linked(&self.session.id, updates);
         self.send(updates).await;
     }
 
     /// The gate asks about an announced call of the open turn: the request goes out after
     /// the call's card, and its id and answer go back to the gate.
     async fn permission(&mut self, asked: Asked, reply: oneshot::Sender<Option<(i64, Answer)>>) {
+        if asked.session != self.session.id {
+            return self.child_permission(asked, reply).await;
+        }
         let announced = self
             .live
             .announced(asked.turn, asked.step, &asked.call_id)
@@ -200,8 +248,17 @@ impl OrderedPath {
             let _ = reply.send(None);
             return;
         };
+        let request = permission_request(&self.session.id, &self.session.cwd, &asked, call);
+        self.ask(request, reply).await;
+    }
+
+    /// Sends a permission request and hands its id and answer to the gate.
+    async fn ask(
+        &self,
+        request: RequestPermissionRequest,
+        reply: oneshot::Sender<Option<(i64, Answer)>>,
+    ) {
         let (id, answer) = self.parts.outgoing.register();
-        let request = permission_request(&self.session, &asked, call);
         self.parts
             .out
             .send(request_frame(id, "session/request_permission", &request))
@@ -314,7 +371,11 @@ impl OrderedPath {
 }
 
 /// What the gate asks about.
-struct Asked {
+pub(crate) struct Asked {
+    /// The asking agent's session.
+    pub session: SessionId,
+    /// A child's label, when a child asks.
+    pub subagent: Option<String>,
     turn: u32,
     step: u32,
     call_id: String,
@@ -388,7 +449,8 @@ pub(crate) async fn send_updates(out: &FrameSender, id: &SessionId, updates: Vec
 /// The question about an announced call: its card as announced (and what it would change),
 /// with the three answers.
 fn permission_request(
-    session: &LiveSession,
+    session: &SessionId,
+    cwd: &std::path::Path,
     asked: &Asked,
     call: crate::render::Announced,
 ) -> RequestPermissionRequest {
@@ -419,7 +481,7 @@ fn permission_request(
     let diff = asked
         .preview
         .as_ref()
-        .and_then(|view| crate::render::diff_card(&session.cwd, view));
+        .and_then(|view| crate::render::diff_card(cwd, view));
     if let Some((diff, location)) = diff {
         content.push(diff);
         fields = fields.locations(vec![location]);
@@ -428,5 +490,5 @@ fn permission_request(
         ToolCallId::new(call.tool_call_id.as_str()),
         fields.content(content),
     );
-    RequestPermissionRequest::new(session.id.as_str().to_owned(), tool_call, options)
+    RequestPermissionRequest::new(session.as_str().to_owned(), tool_call, options)
 }

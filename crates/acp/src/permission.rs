@@ -43,6 +43,8 @@ impl ApprovalGate for SessionGate {
         let _turn = self.one_at_a_time.lock().await;
         let (reply, asked) = oneshot::channel();
         let item = Item::Permission {
+            session: request.session_id.clone(),
+            subagent: request.subagent.clone(),
             turn: request.turn,
             step: request.step,
             call_id: request.call_id.clone(),
@@ -138,6 +140,7 @@ impl Drop for Outstanding<'_> {
 impl SessionGate {
     fn allowed(&self, request: &ApprovalRequest) {
         let _ = self.queue.send(Item::Allowed {
+            session: request.session_id.clone(),
             turn: request.turn,
             step: request.step,
             call_id: request.call_id.clone(),

@@ -62,6 +62,9 @@ pub(crate) struct RenderCaps {
     pub plan: bool,
     /// Notices (`session.notices`).
     pub notices: bool,
+    /// Child sessions as sessions of their own (`subagents`): `subagent_update`s and the
+    /// children's own updates; without it a child's work is lines in its task's card.
+    pub subagents: bool,
 }
 
 pub(crate) use compaction::compacting_updates;
@@ -211,6 +214,21 @@ impl Renderer {
         self.view.account(event);
     }
 
+    /// The id under which the latest open card of the model's call `call_id` was announced,
+    /// with its title and what it is about in a few words: the call a child agent's header
+    /// names.
+    pub(crate) fn card_of_call(&self, call_id: &str) -> Option<(String, String, String)> {
+        let card = self.view.open_card_of_call(call_id)?;
+        let label = match &card.look {
+            Look::Generic {
+                summary: Some(summary),
+                ..
+            } => summary.clone(),
+            Look::Generic { summary: None, .. } | Look::Terminal { .. } => card.title.clone(),
+        };
+        Some((card.id.clone(), card.title.clone(), label))
+    }
+
     /// The updates for one event.
     pub(crate) fn render(
         &mut self,
@@ -236,6 +254,29 @@ impl Renderer {
         self.view.set_prices(cx.prices.cloned());
         let shown = self.view.record(record, time, cx.tools);
         self.map(shown, cx)
+    }
+
+    /// The updates for one event of a child agent's session, and the lines its task card
+    /// shows of it to a client that does not show child sessions.
+    pub(crate) fn render_child(
+        &mut self,
+        event: &SessionEvent,
+        cx: &RenderContext<'_>,
+    ) -> (Vec<SessionUpdate>, Vec<String>) {
+        let record = match Record::decode(event) {
+            Ok(record) => record,
+            Err(err) => {
+                tracing::warn!("not rendered: {err}");
+                return (Vec::new(), Vec::new());
+            }
+        };
+        self.view.set_prices(cx.prices.cloned());
+        let shown = self.view.record(record, event.time, cx.tools);
+        let lines = shown
+            .iter()
+            .filter_map(|event| dsh_view::child_line(&event.shown))
+            .collect();
+        (self.map(shown, cx), lines)
     }
 
     /// Closes, as failed, every open call of `turn` (every open call when `None`).

@@ -29,6 +29,8 @@ pub(crate) struct ClientCaps {
     pub compaction: bool,
     /// `plan_update`s (`plan`).
     pub plan: bool,
+    /// Child sessions shown as sessions of their own (`subagents`).
+    pub subagents: bool,
 }
 
 /// A request dsh serves, with its decoded params.
@@ -113,6 +115,9 @@ impl Request {
                     plan: params
                         .pointer("/clientCapabilities/plan")
                         .is_some_and(Value::is_object),
+                    subagents: params
+                        .pointer("/clientCapabilities/subagents")
+                        .is_some_and(Value::is_object),
                 }))
             }
             ClientRequest::NewSessionRequest(request) => Ok(Request::NewSession(Box::new(request))),
@@ -190,7 +195,8 @@ mod tests {
                 notices: false,
                 files: false,
                 compaction: false,
-                plan: false
+                plan: false,
+                subagents: false
             }))
         ));
         assert!(matches!(
@@ -200,7 +206,8 @@ mod tests {
                 notices: false,
                 files: false,
                 compaction: false,
-                plan: false
+                plan: false,
+                subagents: false
             }))
         ));
         assert!(matches!(

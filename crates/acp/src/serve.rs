@@ -72,11 +72,48 @@ impl SessionObserver for Watcher {
         "acp"
     }
 
-    fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
+    /// A child agent started by a call of a served session (or of one of its children) is
+    /// followed on that session's path from its first event.
+    async fn on_created(
+        &self,
+        session: &Session,
+        published_from: u64,
+    ) -> Result<(), dsh_kernel::BoxError> {
+        let header = session.header();
+        let (Some(parent), Some(_)) = (&header.parent, &header.parent_call) else {
+            return Ok(());
+        };
         if let Some(conn) = self.0.upgrade()
-            && let Some(record) = conn.state().record(session.id().as_str())
+            && let Some(root) = conn
+                .state()
+                .adopt_child(header.id.as_str(), parent.as_str())
         {
+            let earlier = session
+                .events()
+                .iter()
+                .filter(|event| event.seq < published_from)
+                .cloned()
+                .collect();
+            root.push(Item::ChildCreated {
+                header: Box::new(header.clone()),
+                earlier,
+            });
+        }
+        Ok(())
+    }
+
+    fn on_append(&self, session: &Session, event: &Arc<SessionEvent>) {
+        let Some(conn) = self.0.upgrade() else {
+            return;
+        };
+        let id = session.id().as_str();
+        if let Some(record) = conn.state().record(id) {
             record.push(Item::Event(event.clone()));
+        } else if let Some(root) = conn.state().child_root(id) {
+            root.push(Item::ChildEvent {
+                session: session.id().clone(),
+                event: event.clone(),
+            });
         }
     }
 
@@ -88,10 +125,20 @@ impl SessionObserver for Watcher {
         } else {
             return;
         };
-        if let Some(conn) = self.0.upgrade()
-            && let Some(record) = conn.state().record(session.id().as_str())
-        {
+        let Some(conn) = self.0.upgrade() else {
+            return;
+        };
+        let id = session.id().as_str();
+        if let Some(record) = conn.state().record(id) {
             record.push(item);
+        } else if let Some(root) = conn.state().child_root(id)
+            && let Item::Progress(piece) = item
+        {
+            // A child's running output, for a client that shows its session.
+            root.push(Item::ChildProgress {
+                session: session.id().clone(),
+                piece,
+            });
         }
     }
 }

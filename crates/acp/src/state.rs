@@ -40,6 +40,9 @@ struct Inner {
     closed: bool,
     /// Live sessions by id.
     sessions: HashMap<String, Arc<LiveSession>>,
+    /// The child agents of the live sessions (and theirs), by id: each with the session whose
+    /// path shows it, the one the client opened.
+    children: HashMap<String, Arc<LiveSession>>,
     /// Ids whose `session/load` is running, with the prompts held for them.
     loading: HashMap<String, Vec<Deferred>>,
 }
@@ -79,6 +82,29 @@ impl ConnState {
 
     pub(crate) fn terminal_output(&self) -> bool {
         self.0.lock().caps.terminal_output
+    }
+
+    pub(crate) fn subagents(&self) -> bool {
+        self.0.lock().caps.subagents
+    }
+
+    /// Follows the child agent `child`, started by a call of `parent`, on the path of the
+    /// session the client opened: `parent` itself or the one `parent` is followed on.
+    /// `None` when `parent` is neither (a child of another connection's session).
+    pub(crate) fn adopt_child(&self, child: &str, parent: &str) -> Option<Arc<LiveSession>> {
+        let mut inner = self.0.lock();
+        let root = inner
+            .sessions
+            .get(parent)
+            .or_else(|| inner.children.get(parent))
+            .cloned()?;
+        inner.children.insert(child.to_owned(), root.clone());
+        Some(root)
+    }
+
+    /// The record on whose path the child agent `child` is followed.
+    pub(crate) fn child_root(&self, child: &str) -> Option<Arc<LiveSession>> {
+        self.0.lock().children.get(child).cloned()
     }
 
     /// The live record of `session_id`, if this connection has one.
@@ -168,7 +194,13 @@ impl ConnState {
 
     /// Forgets one live session (`session/close`); `None` when it is not open here.
     pub(crate) fn remove(&self, id: &str) -> Option<Arc<LiveSession>> {
-        self.0.lock().sessions.remove(id)
+        let mut inner = self.0.lock();
+        let removed = inner.sessions.remove(id);
+        // Its children go with it: a later session never shows them.
+        if let Some(root) = &removed {
+            inner.children.retain(|_, on| !Arc::ptr_eq(on, root));
+        }
+        removed
     }
 
     /// Teardown begins: nothing more is installed. Returns the live records.
@@ -181,8 +213,14 @@ impl ConnState {
     /// Forgets every session (the end of teardown); what they still held is dropped outside
     /// the lock.
     pub(crate) fn clear(&self) {
-        let sessions = std::mem::take(&mut self.0.lock().sessions);
-        drop(sessions);
+        let (sessions, children) = {
+            let mut inner = self.0.lock();
+            (
+                std::mem::take(&mut inner.sessions),
+                std::mem::take(&mut inner.children),
+            )
+        };
+        drop((sessions, children));
     }
 }
 

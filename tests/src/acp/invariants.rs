@@ -71,6 +71,11 @@ struct Checker {
     /// The client advertised both `fs.readTextFile` and `fs.writeTextFile`: `fs/*` requests
     /// may come.
     files: bool,
+    /// The client advertised `subagents`: `subagent_update`s may come.
+    subagents: bool,
+    /// Child sessions announced by a `subagent_update`, with the session they were announced
+    /// on.
+    children: HashMap<String, String>,
 }
 
 /// Checks every invariant over `wire`; panics naming the first frame that breaks one.
@@ -115,6 +120,7 @@ impl Checker {
                 self.notices = caps["session"]["notices"].is_object();
                 self.compaction = caps["session"]["compaction"].is_object();
                 self.plan = caps["plan"].is_object();
+                self.subagents = caps["subagents"].is_object();
                 self.files =
                     caps["fs"]["readTextFile"] == true && caps["fs"]["writeTextFile"] == true;
             }
@@ -169,7 +175,7 @@ impl Checker {
             let unfinished: Vec<&String> = self
                 .calls
                 .iter()
-                .filter(|((s, _), (_, finished))| *s == session && !finished)
+                .filter(|((s, _), (_, finished))| self.root(s) == session && !finished)
                 .map(|((_, call), _)| call)
                 .collect();
             assert!(
@@ -183,6 +189,14 @@ impl Checker {
         }
     }
 
+    /// The session the client opened that `session` is (or is a child of).
+    fn root<'a>(&'a self, mut session: &'a str) -> &'a str {
+        while let Some(parent) = self.children.get(session) {
+            session = parent;
+        }
+        session
+    }
+
     fn update(&mut self, frame: &Value) {
         let session = frame["params"]["sessionId"].as_str().unwrap_or("");
         assert!(
@@ -191,6 +205,19 @@ impl Checker {
         );
         let update = &frame["params"]["update"];
         let kind = update["sessionUpdate"].as_str().unwrap_or("");
+        if kind == "subagent_update" {
+            assert!(
+                self.subagents,
+                "a subagent_update to a client that did not advertise subagents: {frame}"
+            );
+            let child = update["sessionId"].as_str().unwrap_or("").to_owned();
+            assert!(!child.is_empty() && child != session, "{frame}");
+            self.known.insert(child.clone());
+            self.children.insert(child, session.to_owned());
+        }
+        let session = self.root(session).to_owned();
+        let session = session.as_str();
+        let own = frame["params"]["sessionId"].as_str().unwrap_or("");
         // The session's commands come once the client knows the session, prompt or not; an
         // option changed through another surface follows the request that changed it.
         assert!(
@@ -204,7 +231,7 @@ impl Checker {
             || (kind == "compaction_update" && self.compaction)
             || (kind == "plan_update" && self.plan);
         assert!(
-            UPDATES.contains(&kind) || opted_in,
+            UPDATES.contains(&kind) || opted_in || (kind == "subagent_update" && self.subagents),
             "update variant {kind}: {frame}"
         );
         if !self.cards {
@@ -216,7 +243,7 @@ impl Checker {
         let Some(id) = update["toolCallId"].as_str() else {
             return;
         };
-        let key = (session.to_owned(), id.to_owned());
+        let key = (own.to_owned(), id.to_owned());
         if kind == "tool_call" {
             let pending = update.get("status").is_none_or(|s| s == "pending");
             assert!(
@@ -269,13 +296,15 @@ impl Checker {
             !frame["id"].is_null() && self.outgoing.insert(id),
             "a permission request without a fresh id: {frame}"
         );
-        let session = frame["params"]["sessionId"].as_str().unwrap_or("");
+        let own = frame["params"]["sessionId"].as_str().unwrap_or("");
+        let session = self.root(own);
         assert!(
             self.open
                 .values()
                 .any(|(s, prompt)| s == session && *prompt),
             "a permission request while its session has no open prompt: {frame}"
         );
+        let session = own;
         let call = frame["params"]["toolCall"]["toolCallId"]
             .as_str()
             .unwrap_or("");

@@ -140,6 +140,14 @@ fn send_error_code(error: &AgentError) -> i32 {
 pub(crate) fn cancel(conn: &Arc<Conn>, session_id: &str) {
     if let Some(record) = conn.state().record(session_id) {
         cancel_record(conn, &record);
+    } else if conn.state().subagents() && conn.state().child_root(session_id).is_some() {
+        // A child announced as cancellable: only its work stops; its parent's call reads
+        // that it was cancelled.
+        if let Ok(id) = dsh_session::SessionId::parse(session_id)
+            && let Some(child) = conn.services().registry.get(&id)
+        {
+            child.cancel(CancelCause::User);
+        }
     }
 }
 

@@ -126,6 +126,7 @@ async fn create(
         compaction: conn.state().compaction(),
         plan: conn.state().plan(),
         notices: conn.state().notices(),
+        subagents: conn.state().subagents(),
     };
     match install(conn, handle, cwd.clone(), caps, prepared.parts) {
         Ok(record) => {
@@ -355,6 +356,7 @@ async fn load(
         compaction: conn.state().compaction(),
         plan: conn.state().plan(),
         notices: conn.state().notices(),
+        subagents: conn.state().subagents(),
     };
     let record = match install(conn, handle, stored, caps, prepared.parts) {
         Ok(record) => record,

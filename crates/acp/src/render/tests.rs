@@ -113,6 +113,7 @@ fn caps(terminal_card: bool, compaction: bool) -> RenderCaps {
         compaction,
         plan: false,
         notices: false,
+        subagents: false,
     }
 }
 
