@@ -723,3 +723,37 @@ fn without_landlock_the_start_says_so_and_every_command_asks_even_in_allow_mode(
     assert_eq!(tui.exit().0, 0);
     census(&marker);
 }
+
+#[test]
+fn a_subagents_work_shows_under_its_task_and_its_question_names_it() {
+    let model = Model::start(vec![
+        MockResponse::tool_call(
+            "task",
+            &json!({"description": "check files", "prompt": "look around"}),
+        ),
+        MockResponse::tool_call("bash", &json!({"command": "echo from-child"})),
+        MockResponse::text("the child saw it"),
+        MockResponse::text("parent heard back"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("subagent");
+    let tui = dsh(&sandbox, &model, &["--permission", "ask"], &marker);
+    tui.wait_for("› ");
+    tui.line("delegate");
+    let asked = tui.wait_for("asks:");
+    assert!(
+        asked.contains("subagent \u{201c}check files\u{201d} asks:"),
+        "{asked}"
+    );
+    tui.keys(b"y");
+    let screen = tui.wait_for("parent heard back");
+    assert!(
+        screen.contains("↳ check files · $ echo from-child"),
+        "{screen}"
+    );
+    assert!(screen.contains("↳ check files · done"), "{screen}");
+    tui.keys(b"\x04");
+    let (code, screen) = tui.exit();
+    assert_eq!(code, 0, "{screen}");
+    census(&marker);
+}

@@ -417,11 +417,8 @@ impl Driver {
         }
         self.services
             .store
-            .subscribe(
-                &self.services.scope,
-                Interest::Session(agent.id().clone()),
-                observer.clone(),
-            )
+            // Every session: the child agents the session's calls start are shown too.
+            .subscribe(&self.services.scope, Interest::All, observer.clone())
             .map_err(|e| format!("cannot follow the session: {e}"))?;
         self.observer = Some(observer);
         *self.shown.lock() = Some(agent.id().to_string());

@@ -29,6 +29,11 @@ pub fn body(palette: Palette, question: &Question) -> Vec<Line<'static>> {
     let mark = Span::styled("? ".to_owned(), palette.fg(Color::Yellow));
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut lines = Vec::new();
+    // A subagent's call says whose it is: the person answers for a child they did not start.
+    if let Some(label) = &request.subagent {
+        let said = format!("subagent \u{201c}{}\u{201d} asks:", SafeText::plain(label));
+        lines.push(Line::styled(said, palette.fg(Color::Yellow)));
+    }
     match (&request.shown, &request.preview) {
         (
             Some(ToolCallView::Terminal {
