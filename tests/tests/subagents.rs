@@ -84,3 +84,88 @@ async fn two_tasks_run_as_children_whose_work_shows_under_their_cards() {
     let listed = text(&listed.stdout);
     assert!(listed.contains("2 more of a subagent"), "{listed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_agent_runs_with_its_prompt_tools_and_model_and_an_unknown_one_is_listed() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let server = MockModelServer::responding(move |request| {
+        let body = request.json();
+        sink.lock().unwrap().push(body.clone());
+        let results = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+        match (first_user_text(&body).as_str(), results) {
+            ("review it", 0) => MockResponse::text("looks fine"),
+            (_, 0) => MockResponse::tool_call(
+                "task",
+                &json!({"description": "review", "prompt": "review it", "agent": "reviewer"}),
+            ),
+            (_, 1) => MockResponse::tool_call(
+                "task",
+                &json!({"description": "ghost", "prompt": "x", "agent": "nobody"}),
+            ),
+            _ => MockResponse::text("done"),
+        }
+    })
+    .await;
+    let sandbox = Sandbox::new();
+    let agents = sandbox.work().join(".dsh/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews changes\ntools: Read, Grep\nmodel: other-model\n---\nLook for bugs only.\n",
+    )
+    .unwrap();
+    let out = sandbox
+        .run_against(&server.base_url(), &["--permission", "allow", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let requests = seen.lock().unwrap().clone();
+    // The parent's model is told which agents there are.
+    let task = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .unwrap();
+    let listed = task["function"]["description"].as_str().unwrap();
+    assert!(listed.contains("- reviewer: Reviews changes"), "{listed}");
+    // The child ran on its model, with its instructions and only its tools.
+    let child = requests
+        .iter()
+        .find(|r| first_user_text(r) == "review it")
+        .unwrap();
+    assert_eq!(child["model"], "other-model");
+    let system = child["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("You are a subagent"), "{system}");
+    assert!(system.contains("Look for bugs only."), "{system}");
+    let mut tools: Vec<&str> = child["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    tools.sort_unstable();
+    assert_eq!(tools, ["grep", "read"]);
+    // An unknown agent is a tool error naming the known ones.
+    let last = requests.last().unwrap();
+    let error = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        error.contains("no agent named `nobody`; the agents are: reviewer"),
+        "{error}"
+    );
+}

@@ -122,6 +122,8 @@ async fn load_all(
                 max_depth: settings.subagent_depth.value,
                 max_running: settings.subagent_running.value,
                 max_steps: settings.subagent_steps.value,
+                agents_dir: settings.user_agents(),
+                listed_from: std::env::current_dir().ok(),
             }))
             .await
             .map_err(|e| failed("the task tool", e))?;

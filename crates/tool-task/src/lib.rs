@@ -17,6 +17,7 @@
 //! Design: docs/rfc/proposed/architecture/2026-12-07-subagents.md.
 #![deny(missing_docs)]
 
+pub mod definitions;
 mod gate;
 mod plugin;
 mod result;

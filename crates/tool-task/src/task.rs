@@ -3,9 +3,13 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
+use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
-use dsh_agent::{AgentOverrides, AgentRegistry, CancelCause, CreateAgent, UserMessage};
+use dsh_agent::{
+    AgentOverrides, AgentRegistry, CallerPrompt, CancelCause, ConfigChange, ConfigOrigin,
+    CreateAgent, UserMessage,
+};
 use dsh_kernel::WeakScope;
 use dsh_session::{SessionId, ToolCallRecord};
 use dsh_tools::safe_text::SafeText;
@@ -19,6 +23,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use crate::definitions::{self, Definition};
 use crate::gate::ChildGate;
 use crate::result::{capped, ending, last_answer, usage_line};
 
@@ -35,6 +40,11 @@ pub struct TaskConfig {
     /// A child's step limit (none: the loop's default), never more than its caller's turn
     /// has left.
     pub max_steps: Option<NonZeroU32>,
+    /// The user's agent definitions (`~/.config/dsh/agents`).
+    pub agents_dir: Option<PathBuf>,
+    /// The directory whose project definitions the tool's description lists (a session's
+    /// own project is read again at each call).
+    pub listed_from: Option<PathBuf>,
 }
 
 impl Default for TaskConfig {
@@ -43,6 +53,8 @@ impl Default for TaskConfig {
             max_depth: 1,
             max_running: 4,
             max_steps: None,
+            agents_dir: None,
+            listed_from: None,
         }
     }
 }
@@ -51,6 +63,8 @@ impl Default for TaskConfig {
 pub struct TaskTool {
     scope: WeakScope,
     config: TaskConfig,
+    /// The definitions the description lists, found when the tool was made.
+    listed: Vec<Definition>,
     /// Each caller's running children, counted: a caller's entry lives while a call holds it.
     running: Mutex<HashMap<SessionId, Weak<Semaphore>>>,
 }
@@ -58,9 +72,20 @@ pub struct TaskTool {
 impl TaskTool {
     /// The tool of the plugin scope `scope`, where the agent registry is found.
     pub fn new(scope: WeakScope, config: TaskConfig) -> TaskTool {
+        let listed = match &config.listed_from {
+            Some(dir) => {
+                let (found, warnings) = definitions::discover(dir, config.agents_dir.as_deref());
+                for warning in warnings {
+                    tracing::warn!("{warning}");
+                }
+                found
+            }
+            None => Vec::new(),
+        };
         TaskTool {
             scope,
             config,
+            listed,
             running: Mutex::default(),
         }
     }
@@ -83,7 +108,14 @@ impl TaskTool {
 struct Args {
     description: String,
     prompt: String,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
 }
+
+/// What every child is told before its task: it works alone and answers once.
+const DELEGATED: &str = include_str!("../prompts/delegated.md");
 
 fn invalid(message: impl Into<String>) -> ToolError {
     ToolError::new("invalid_arguments", message)
@@ -116,13 +148,24 @@ fn depth(registry: &dyn AgentRegistry, id: &SessionId) -> u32 {
 
 impl Tool for TaskTool {
     fn schema(&self) -> ToolSchema {
+        let mut description = "Hand a self-contained piece of work to a subagent: a fresh agent \
+                               with your tools and directories but none of this conversation, \
+                               which works on `prompt` alone and answers once. Its answer is \
+                               this call's result. Several calls in one message run at once."
+            .to_owned();
+        if !self.listed.is_empty() {
+            description.push_str("\n\nNamed agents (pass one as `agent`):");
+            for definition in &self.listed {
+                description.push_str(&format!(
+                    "\n- {}: {}",
+                    definition.name,
+                    SafeText::plain(&definition.description)
+                ));
+            }
+        }
         ToolSchema {
             name: NAME.to_owned(),
-            description: "Hand a self-contained piece of work to a subagent: a fresh agent \
-                          with your tools and directories but none of this conversation, which \
-                          works on `prompt` alone and answers once. Its answer is this call's \
-                          result. Several calls in one message run at once."
-                .to_owned(),
+            description,
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -134,6 +177,15 @@ impl Tool for TaskTool {
                         "type": "string",
                         "description": "The whole task: what to do, where, what to report back. \
                                         The subagent sees nothing else."
+                    },
+                    "agent": {
+                        "type": "string",
+                        "description": "A named agent to run it (optional)."
+                    },
+                    "model": {
+                        "type": "string",
+                        "description": "Another model for the subagent (optional; by default \
+                                        yours)."
                     }
                 },
                 "required": ["description", "prompt"],
@@ -175,6 +227,7 @@ impl Tool for TaskTool {
         let scope = self.scope.upgrade().filter(|s| s.is_active());
         let config = self.config.clone();
         let slots = cx.caller_id().map(|caller| self.slots(caller));
+        let listed_from = self.config.listed_from.clone();
         Box::pin(async move {
             let args = parsed?;
             if args.prompt.trim().is_empty() || args.description.trim().is_empty() {
@@ -205,6 +258,35 @@ impl Tool for TaskTool {
                 }
                 None => config.max_steps,
             };
+            // The named agent, from the caller's project or the user's definitions.
+            let definition = match &args.agent {
+                None => None,
+                Some(name) => {
+                    let from = cx.session_cwd().map(PathBuf::from).or(listed_from);
+                    let (found, _) = match &from {
+                        Some(dir) => definitions::discover(dir, config.agents_dir.as_deref()),
+                        None => (Vec::new(), Vec::new()),
+                    };
+                    match found.iter().find(|d| d.name == *name) {
+                        Some(definition) => Some(definition.clone()),
+                        None => {
+                            let known: Vec<&str> = found.iter().map(|d| d.name.as_str()).collect();
+                            return Err(invalid(match known.is_empty() {
+                                true => format!(
+                                    "there is no agent named `{}`: none is defined \
+                                     (.dsh/agents/ or ~/.config/dsh/agents/); leave `agent` out",
+                                    SafeText::plain(name)
+                                ),
+                                false => format!(
+                                    "there is no agent named `{}`; the agents are: {}",
+                                    SafeText::plain(name),
+                                    known.join(", ")
+                                ),
+                            }));
+                        }
+                    }
+                }
+            };
             let depth = depth(registry.as_ref(), &caller);
             if depth >= config.max_depth {
                 return Err(refused(format!(
@@ -224,10 +306,18 @@ impl Tool for TaskTool {
             let owner = caller_scope
                 .child(&format!("task-{}", cx.call_id()))
                 .map_err(|e| refused(format!("the caller is shutting down: {e}")))?;
+            let mut prompt = DELEGATED.trim_end().to_owned();
+            if let Some(definition) = &definition {
+                prompt.push_str(&format!(
+                    "\n\n# You are the `{}` agent\n\n{}",
+                    definition.name, definition.prompt
+                ));
+            }
             let mut request = CreateAgent::new(owner.clone())
                 .with_parent(caller.clone(), cx.call_id())
                 .with_options(AgentOverrides {
                     max_steps,
+                    system_prompt: Some(CallerPrompt::append(prompt)),
                     ..AgentOverrides::default()
                 });
             if let Some(cwd) = cx.session_cwd() {
@@ -245,11 +335,22 @@ impl Tool for TaskTool {
                 request = request.with_files(files.clone());
             }
             if let Some(tools) = cx.tools() {
-                // At the depth limit a child gets no `task`: it cannot nest deeper.
-                let hidden = match depth + 1 >= config.max_depth {
+                // At the depth limit a child gets no `task`: it cannot nest deeper. A named
+                // agent that lists its tools gets those of the caller's alone.
+                let mut hidden = match depth + 1 >= config.max_depth {
                     true => vec![NAME.to_owned()],
                     false => Vec::new(),
                 };
+                if let Some(allowed) = definition.as_ref().and_then(|d| d.tools.as_ref()) {
+                    hidden.extend(
+                        tools
+                            .snapshot()
+                            .names()
+                            .into_iter()
+                            .filter(|name| !allowed.iter().any(|a| a.eq_ignore_ascii_case(name)))
+                            .map(str::to_owned),
+                    );
+                }
                 request =
                     request.with_tools(Arc::new(HidingToolRegistry::new(tools.clone(), hidden)));
             }
@@ -262,6 +363,27 @@ impl Tool for TaskTool {
             };
             let agent = handle.agent().clone();
             let child = agent.id().clone();
+            // The caller's server, model and reasoning, unless the call or the definition
+            // names another model.
+            let inherited = registry.get(&caller).map(|parent| parent.config());
+            let model = args
+                .model
+                .clone()
+                .or_else(|| definition.as_ref().and_then(|d| d.model.clone()));
+            let mut changes = Vec::new();
+            if let Some(parent) = inherited {
+                changes.extend(parent.server.map(ConfigChange::Server));
+                changes.extend(parent.model.map(ConfigChange::Model));
+                changes.extend(parent.thought_level.map(ConfigChange::ThoughtLevel));
+            }
+            changes.extend(model.map(ConfigChange::Model));
+            for change in changes {
+                if let Err(e) = agent.configure(change, ConfigOrigin::Flag) {
+                    handle.dispose().await;
+                    owner.dispose().await;
+                    return Err(refused(format!("the subagent could not be set up: {e}")));
+                }
+            }
             let outcome = match agent.send(UserMessage::user(args.prompt)) {
                 Ok(ticket) => {
                     let ticket = ticket.into_future();

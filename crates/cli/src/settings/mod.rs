@@ -248,6 +248,11 @@ impl Settings {
         file::config_dir().map(|dir| dir.join("commands"))
     }
 
+    /// The user's agent definitions: `agents/` in the configuration directory.
+    pub fn user_agents(&self) -> Option<PathBuf> {
+        file::config_dir().map(|dir| dir.join("agents"))
+    }
+
     /// `<data_dir>/sessions`.
     pub fn sessions_dir(&self) -> PathBuf {
         self.data_dir.value.join("sessions")
