@@ -14,17 +14,31 @@ use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
 
 /// A script whose only call runs `command` in bash; a second entry would answer afterwards.
 fn script(sandbox: &Sandbox, command: &str) -> String {
+    let bash =
+        serde_json::json!({"tool_call": {"name": "bash", "arguments": {"command": command}}});
+    script_of(sandbox, &[bash])
+}
+
+/// A script of these calls, one model answer each, and an answer after them.
+fn script_of(sandbox: &Sandbox, calls: &[serde_json::Value]) -> String {
     let path = sandbox.root.path().join("hang.json");
-    let script = serde_json::json!({
-        "version": 1,
-        "name": "hang",
-        "entries": [
-            {"stream": [{"tool_call": {"name": "bash", "arguments": {"command": command}}}]},
-            {"stream": [{"text": "after"}], "finish": "stop"}
-        ]
-    });
+    let mut entries: Vec<serde_json::Value> = calls
+        .iter()
+        .map(|call| serde_json::json!({"stream": [call]}))
+        .collect();
+    entries.push(serde_json::json!({"stream": [{"text": "after"}], "finish": "stop"}));
+    let script = serde_json::json!({"version": 1, "name": "hang", "entries": entries});
     std::fs::write(&path, script.to_string()).unwrap();
     path.display().to_string()
+}
+
+/// A script whose call starts a subagent, which runs `command` in bash.
+fn delegating(sandbox: &Sandbox, command: &str) -> String {
+    let task = serde_json::json!({"tool_call": {"name": "task",
+        "arguments": {"description": "wait", "prompt": "wait for it"}}});
+    let bash =
+        serde_json::json!({"tool_call": {"name": "bash", "arguments": {"command": command}}});
+    script_of(sandbox, &[task, bash])
 }
 
 struct Running {
@@ -35,7 +49,10 @@ struct Running {
 
 impl Running {
     fn start(sandbox: &Sandbox, command: &str) -> Running {
-        let script = script(sandbox, command);
+        Running::with_script(sandbox, script(sandbox, command))
+    }
+
+    fn with_script(sandbox: &Sandbox, script: String) -> Running {
         let mut child = sandbox
             .dsh(["run", "--replay", &script, "go"])
             .stdout(Stdio::piped())
@@ -232,4 +249,74 @@ async fn after_a_sigkill_no_tool_survives_and_the_session_shows_the_turn_interru
     let answered = shown.find("back again").expect("the second turn is shown");
     assert!(interrupted < answered, "{shown}");
     assert_eq!(sandbox.logs().len(), 1, "resumed in the same log");
+}
+
+/// Every stored log, as text.
+fn logs(sandbox: &Sandbox) -> Vec<String> {
+    sandbox
+        .logs()
+        .iter()
+        .map(|log| std::fs::read_to_string(log).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn ctrl_c_mid_task_cancels_the_subagent_first_and_leaves_nothing_running() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let mut run = Running::with_script(&sandbox, delegating(&sandbox, &format!("sleep 1000.{m}")));
+    run.expect("↳ wait · $ sleep");
+    eventually("the subagent's command runs", || sleepers(&m) == 1).await;
+    run.signal("INT");
+    let (code, stderr) = run.wait();
+    assert_eq!(code, Some(130), "{stderr}");
+    all_gone(&m).await;
+    // Both sessions ended their turn: the child's with cause `parent`, before its parent's.
+    let logs = logs(&sandbox);
+    assert_eq!(logs.len(), 2);
+    for log in &logs {
+        assert!(log.contains("\"type\":\"turn/end\""), "{log}");
+    }
+    let child = logs
+        .iter()
+        .find(|l| l.contains("\"cause\":\"parent\""))
+        .unwrap();
+    assert!(child.contains("\"aborted\""), "{child}");
+}
+
+#[tokio::test]
+async fn after_a_sigkill_mid_task_no_subagent_command_survives() {
+    let sandbox = Sandbox::new();
+    let m = marker();
+    let mut run = Running::with_script(&sandbox, delegating(&sandbox, &format!("sleep 1000.{m}")));
+    run.expect("↳ wait · $ sleep");
+    eventually("the subagent's command runs", || sleepers(&m) == 1).await;
+    run.signal("KILL");
+    let (code, _) = run.wait();
+    assert_eq!(code, None, "killed by a signal");
+    // Nothing ran dsh's shutdown: the watchdog ends the child's command too.
+    all_gone(&m).await;
+    // Both sessions load, each turn shown interrupted.
+    let listed = sandbox
+        .dsh(["sessions", "list", "--all", "--json"])
+        .output()
+        .unwrap();
+    let listed = text(&listed.stdout);
+    let ids: Vec<String> = listed
+        .lines()
+        .map(|line| {
+            let session: serde_json::Value = serde_json::from_str(line).unwrap();
+            session["session_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 2, "{listed}");
+    for id in ids {
+        let out = sandbox.dsh(["sessions", "show", &id]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("[interrupted]"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
 }

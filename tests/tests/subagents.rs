@@ -83,6 +83,29 @@ async fn two_tasks_run_as_children_whose_work_shows_under_their_cards() {
     let listed = sandbox.dsh(["sessions", "list"]).output().unwrap();
     let listed = text(&listed.stdout);
     assert!(listed.contains("2 more of a subagent"), "{listed}");
+    // The parent's transcript names its children, and shows their work when asked.
+    let listed = sandbox
+        .dsh(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let parent = listed["session_id"].as_str().unwrap().to_owned();
+    let shown = sandbox.dsh(["sessions", "show", &parent]).output().unwrap();
+    let shown = text(&shown.stdout);
+    assert!(
+        shown.contains("subagents (--children shows their work here):"),
+        "{shown}"
+    );
+    assert_eq!(shown.matches("  dsh sessions show ").count(), 2, "{shown}");
+    let inline = sandbox
+        .dsh(["sessions", "show", "--children", &parent])
+        .output()
+        .unwrap();
+    let inline = text(&inline.stdout);
+    let a = inline.find("↳ look at a · $ echo from-a").expect(&inline);
+    let b = inline.find("↳ look at b · $ echo from-b").expect(&inline);
+    let answered = inline.find("both children answered").expect(&inline);
+    assert!(a < answered && b < answered, "{inline}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -208,6 +208,9 @@ pub enum SessionsCommand {
         /// version, with its sources).
         #[arg(long)]
         system: bool,
+        /// Show each subagent's work under the call that started it.
+        #[arg(long)]
+        children: bool,
     },
     /// Delete a stored session.
     Rm {

@@ -86,13 +86,22 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
                 json,
                 color: _,
                 system: true,
+                children: _,
             } => show_system(&*persistence, &dir, id, *json).await,
             SessionsCommand::Show {
                 id,
                 json,
                 color,
                 system: false,
-            } => show(&runtime, &*persistence, &dir, id, *json, *color).await,
+                children,
+            } => {
+                let how = Showing {
+                    json: *json,
+                    color: *color,
+                    children: *children,
+                };
+                show(&runtime, &*persistence, &dir, id, how).await
+            }
             SessionsCommand::Rm { id } => remove(&*persistence, &dir, id).await,
             SessionsCommand::Rename { id, title } => rename(&*persistence, &dir, id, title).await,
         }
@@ -344,14 +353,50 @@ async fn stored(
         .map_err(failed)
 }
 
+/// How `dsh sessions show` shows a transcript.
+struct Showing {
+    json: bool,
+    color: ColorChoice,
+    /// Each subagent's work under the call that started it.
+    children: bool,
+}
+
+/// The stored sessions started by a call of `parent`, each with the call's id.
+async fn children_of(
+    persistence: &dyn SessionPersistence,
+    parent: &dsh_session::SessionId,
+) -> Vec<(String, dsh_session::SessionId)> {
+    let Ok(listing) = persistence.list(&ListQuery { cwd: None }).await else {
+        return Vec::new();
+    };
+    let mut children: Vec<(i64, String, dsh_session::SessionId)> = listing
+        .sessions
+        .iter()
+        .filter(|s| s.header.parent.as_ref() == Some(parent))
+        .filter_map(|s| {
+            let call = s.header.parent_call.clone()?;
+            Some((s.header.created_at, call, s.header.id.clone()))
+        })
+        .collect();
+    children.sort();
+    children
+        .into_iter()
+        .map(|(_, call, id)| (call, id))
+        .collect()
+}
+
 async fn show(
     runtime: &Runtime,
     persistence: &dyn SessionPersistence,
     dir: &std::path::Path,
     arg: &str,
-    json: bool,
-    color: ColorChoice,
+    how: Showing,
 ) -> Result<(), Failure> {
+    let Showing {
+        json,
+        color,
+        children: inline,
+    } = how;
     let loaded = stored(persistence, dir, arg).await?;
     if json {
         let mut out = Vec::new();
@@ -391,10 +436,43 @@ async fn show(
     };
     let tools = crate::compose::presenters(runtime).await?;
     let renderer = Renderer::transcript(color, tools);
+    let children = children_of(persistence, &loaded.header.id).await;
+    renderer.follow(&loaded.header.id);
     for event in &loaded.events {
         renderer.replay(event, &loaded.header.id);
+        // A subagent's work, under the call that started it.
+        if inline && event.kind.as_str() == EventType::TOOL_CALL {
+            show_children(persistence, &renderer, event, &children).await;
+        }
+    }
+    if !inline && !children.is_empty() {
+        let mut out = String::from("subagents (--children shows their work here):\n");
+        for (_, child) in &children {
+            out.push_str(&format!("  dsh sessions show {child}\n"));
+        }
+        say(&out);
     }
     Ok(())
+}
+
+/// The stored children started by the call `event` records, shown nested.
+async fn show_children(
+    persistence: &dyn SessionPersistence,
+    renderer: &Renderer,
+    event: &SessionEvent,
+    children: &[(String, dsh_session::SessionId)],
+) {
+    let Ok(Record::ToolCall(call)) = Record::decode(event) else {
+        return;
+    };
+    for (_, id) in children.iter().filter(|(c, _)| *c == call.call_id) {
+        match persistence.inspect(id, &EventVocabulary::new()).await {
+            Ok(child) => {
+                renderer.adopt(&child.header, &child.events);
+            }
+            Err(e) => say(&format!("(the subagent {id} cannot be read: {e})\n")),
+        }
+    }
 }
 
 /// `dsh sessions show --system`: the system text as recorded, byte for byte (with `--json`,
