@@ -101,6 +101,44 @@ async fn a_shown_child_is_linked_from_its_card_and_a_cancel_of_it_stops_only_it(
     let (code, stderr) = acp.finish();
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(sleepers(&m), 0);
+
+    // Loaded again, the child is announced with how it ended and replays as its own session.
+    let mut again = AcpDriver::serving(&sandbox, &server.base_url(), &["--permission", "allow"]);
+    again.initialize_with(json!({"subagents": {}}));
+    let load = again.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": sandbox.work(), "mcpServers": []}),
+    );
+    let (response, replayed) = again.response(&load);
+    assert!(response.get("result").is_some(), "{response}");
+    let announced = replayed
+        .iter()
+        .position(|f| update_of(f)["sessionUpdate"] == "subagent_update")
+        .unwrap_or_else(|| panic!("{replayed:#?}"));
+    assert_eq!(update_of(&replayed[announced])["sessionId"], child.as_str());
+    assert_eq!(
+        update_of(&replayed[announced])["state"],
+        json!({"state": "idle", "stopReason": "cancelled"})
+    );
+    assert_eq!(
+        update_of(&replayed[announced])["title"],
+        format!("wait {m}")
+    );
+    let own = replayed
+        .iter()
+        .position(|f| {
+            f["params"]["sessionId"] == child.as_str()
+                && update_of(f)["sessionUpdate"] == "tool_call"
+                && update_of(f)["title"] == sleeping.as_str()
+        })
+        .unwrap_or_else(|| panic!("{replayed:#?}"));
+    assert!(announced < own, "announced before its traffic");
+    assert!(replayed.iter().any(|f| {
+        f["params"]["sessionId"] == session.as_str()
+            && update_of(f)["content"][0] == json!({"type": "session", "sessionId": child})
+    }));
+    let (code, stderr) = again.finish();
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

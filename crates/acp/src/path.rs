@@ -91,11 +91,20 @@ pub(crate) enum Item {
     /// Replay these events for `session/load`, then acknowledge.
     Replay {
         events: Arc<[Arc<SessionEvent>]>,
+        /// The stored children to replay as sessions of their own (a client that shows
+        /// them), after the session's own events.
+        children: Vec<StoredChild>,
         done: oneshot::Sender<()>,
         /// Render without sending (`session/resume`): the live renderer still goes on from
         /// the session's figures.
         silent: bool,
     },
+}
+
+/// A child agent's stored session, for a load's replay.
+pub(crate) struct StoredChild {
+    pub header: dsh_session::SessionHeader,
+    pub events: Arc<[Arc<SessionEvent>]>,
 }
 
 /// What the ordered path needs besides its session.
@@ -200,11 +209,16 @@ impl OrderedPath {
                 } => self.settle(&message_id, outcome).await,
                 Item::Replay {
                     events,
+                    children,
                     done,
                     silent,
                 } => {
+                    self.link_stored(&events, &children);
                     let replayed = self.replay(&events, silent).await;
                     self.live.carry_on(&replayed);
+                    for child in &children {
+                        self.replay_child(&events, child).await;
+                    }
                     let _ = done.send(());
                 }
             }
@@ -357,10 +371,12 @@ impl OrderedPath {
             }
             if event.kind.as_str() == EventType::STEP_END {
                 let step = std::mem::take(&mut pending);
+                let step = self.linked(&self.session.id, step);
                 self.send(step).await;
             }
         }
         pending.extend(renderer.close_turn(None));
+        let pending = self.linked(&self.session.id, pending);
         self.send(pending).await;
         renderer
     }

@@ -290,6 +290,43 @@ struct LoadRequest<'a> {
     servers: Vec<dsh_mcp::ServerSpec>,
 }
 
+/// The stored sessions a call of `parent` started, oldest first, with their events; one
+/// that cannot be read is left out (and logged).
+async fn stored_children(
+    conn: &Arc<Conn>,
+    parent: &dsh_session::SessionId,
+    cwd: &str,
+) -> Vec<crate::path::StoredChild> {
+    let persistence = &conn.services().persistence;
+    let query = dsh_session::ListQuery {
+        cwd: Some(cwd.to_owned()),
+    };
+    let Ok(listing) = persistence.list(&query).await else {
+        return Vec::new();
+    };
+    let mut headers: Vec<&dsh_session::SessionHeader> = listing
+        .sessions
+        .iter()
+        .map(|s| &s.header)
+        .filter(|h| h.parent.as_ref() == Some(parent) && h.parent_call.is_some())
+        .collect();
+    headers.sort_by_key(|h| h.created_at);
+    let mut children = Vec::new();
+    for header in headers {
+        let vocabulary = dsh_session::EventVocabulary::new();
+        match persistence.inspect(&header.id, &vocabulary).await {
+            Ok(loaded) => children.push(crate::path::StoredChild {
+                header: loaded.header,
+                events: loaded.events.into(),
+            }),
+            Err(e) => {
+                tracing::warn!(child = %header.id, "a subagent's session is not replayed: {e}")
+            }
+        }
+    }
+    children
+}
+
 /// Without a `systemPrompt`, the loaded agent keeps the one recorded with the session.
 async fn load(
     conn: &Arc<Conn>,
@@ -365,9 +402,15 @@ async fn load(
             return Err(RpcError::shutting_down());
         }
     };
+    // A client that shows child sessions gets the stored children's too.
+    let children = match replay && caps.subagents {
+        true => stored_children(conn, id, &header.cwd).await,
+        false => Vec::new(),
+    };
     let (done, replayed) = oneshot::channel();
     record.push(Item::Replay {
         events,
+        children,
         done,
         silent: !replay,
     });

@@ -26,7 +26,7 @@ use dsh_tools::safe_text::SafeText;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::{Asked, OrderedPath, asks, context, permission_request, send_updates};
+use super::{Asked, OrderedPath, StoredChild, asks, context, permission_request, send_updates};
 use crate::outgoing::Answer;
 use crate::render::{RenderMode, Renderer};
 
@@ -351,6 +351,98 @@ impl OrderedPath {
             }
         }
     }
+}
+
+impl OrderedPath {
+    /// Before a load's replay: the cards that started the stored children link them.
+    pub(super) fn link_stored(&mut self, events: &[Arc<SessionEvent>], children: &[StoredChild]) {
+        for child in children {
+            if let Some((card, _)) = stored_card(events, child, &*self.parts.tools) {
+                self.children
+                    .links
+                    .insert((self.session.id.clone(), card), child.header.id.clone());
+            }
+        }
+    }
+
+    /// A stored child as a session of its own: announced (idle, with how it ended), then its
+    /// history.
+    pub(super) async fn replay_child(&mut self, events: &[Arc<SessionEvent>], child: &StoredChild) {
+        let id = &child.header.id;
+        let label = stored_card(events, child, &*self.parts.tools)
+            .map(|(_, label)| label)
+            .unwrap_or_else(|| "subagent".to_owned());
+        let ended = child
+            .events
+            .iter()
+            .rev()
+            .find_map(|event| match LogRecord::decode(event) {
+                Ok(LogRecord::TurnEnd(end)) => Some(end.reason),
+                Ok(_) | Err(_) => None,
+            });
+        let mut announce = SubagentUpdate::new(id.as_str().to_owned())
+            .title(label)
+            .cwd(PathBuf::from(&child.header.cwd));
+        if let Some(reason) = &ended {
+            let idle = IdleStateUpdate::new().stop_reason(idle_reason(reason));
+            announce = announce.state(StateUpdate::Idle(idle));
+        }
+        let root = self.session.id.clone();
+        send_updates(
+            &self.parts.out,
+            &root,
+            vec![SessionUpdate::SubagentUpdate(announce)],
+        )
+        .await;
+        let mut renderer = Renderer::new(id.clone());
+        let mut updates = Vec::new();
+        for event in child.events.iter() {
+            let never = |_: &str, _: &Value| false;
+            let mut cx = context(&self.session, &self.parts, RenderMode::Replay, &never);
+            let cwd = PathBuf::from(&child.header.cwd);
+            cx.cwd = &cwd;
+            updates.extend(renderer.render(event, &cx));
+        }
+        updates.extend(renderer.close_turn(None));
+        send_updates(&self.parts.out, id, updates).await;
+    }
+}
+
+/// The card id of the call that started `child` in the parent's stored `events`, and what
+/// the call is about in a few words.
+fn stored_card(
+    events: &[Arc<SessionEvent>],
+    child: &StoredChild,
+    tools: &dyn dsh_tools::ToolRegistry,
+) -> Option<(String, String)> {
+    let wanted = child.header.parent_call.as_deref()?;
+    events.iter().find_map(|event| {
+        if event.kind.as_str() != EventType::TOOL_CALL {
+            return None;
+        }
+        let Ok(LogRecord::ToolCall(call)) = LogRecord::decode(event) else {
+            return None;
+        };
+        if call.call_id != wanted {
+            return None;
+        }
+        let label = tools
+            .get(&call.name)
+            .and_then(|tool| tool.present_call(&call))
+            .map(|view| match view {
+                dsh_tools::ToolCallView::Generic {
+                    summary: Some(summary),
+                    ..
+                } => summary,
+                dsh_tools::ToolCallView::Generic { title, .. } => title,
+                dsh_tools::ToolCallView::Terminal { command, .. } => command,
+            })
+            .unwrap_or_else(|| call.name.clone());
+        Some((
+            format!("{}:{}:{}", call.turn, call.step, call.call_id),
+            SafeText::plain(&label),
+        ))
+    })
 }
 
 /// The update linking `card` to the child's session.
