@@ -310,8 +310,8 @@ async fn after_a_sigkill_mid_task_no_subagent_command_survives() {
         })
         .collect();
     assert_eq!(ids.len(), 2, "{listed}");
-    for id in ids {
-        let out = sandbox.dsh(["sessions", "show", &id]).output().unwrap();
+    for id in &ids {
+        let out = sandbox.dsh(["sessions", "show", id]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(
             text(&out.stdout).contains("[interrupted]"),
@@ -319,4 +319,34 @@ async fn after_a_sigkill_mid_task_no_subagent_command_survives() {
             text(&out.stdout)
         );
     }
+    // Resuming the parent ends the child's turn in its own log and tells the model.
+    let top = sandbox
+        .dsh(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let top: serde_json::Value = serde_json::from_slice(&top.stdout).unwrap();
+    let parent = top["session_id"].as_str().unwrap().to_owned();
+    let child = ids.iter().find(|id| **id != parent).unwrap().clone();
+    let answer = sandbox.script(
+        "answer",
+        serde_json::json!([{"stream": [{"text": "noted"}], "finish": "stop"}]),
+    );
+    let calls = sandbox.root.path().join("calls.jsonl");
+    let out = sandbox
+        .dsh(["run", "--session", &parent, "--replay", &answer, "again"])
+        .env("DSH_REPLAY_LOG", &calls)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let child_log = logs(&sandbox)
+        .into_iter()
+        .find(|log| log.contains("\"parent_call\""))
+        .unwrap();
+    assert!(child_log.contains("\"interrupted\""), "{child_log}");
+    let asked = std::fs::read_to_string(&calls).unwrap();
+    assert!(
+        asked.contains("dsh stopped while subagents were working"),
+        "{asked}"
+    );
+    assert!(asked.contains(&child), "{asked}");
 }

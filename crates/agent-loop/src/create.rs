@@ -226,6 +226,7 @@ async fn transact(
         Origin::New { id, .. } => id.clone(),
         Origin::Resume(id) => Some(id.clone()),
     };
+    let mut orphans = Vec::new();
     let (spec, next_turn, titled, config) = match origin {
         Origin::New { id, cwd, parent } => {
             let mut spec = SessionSpec::new(cwd);
@@ -257,6 +258,15 @@ async fn transact(
             if let Some(reason) = stored::open_turn(&loaded.events) {
                 return Err(AgentError::InvalidLog { id, reason });
             }
+            // Children a crash left mid-turn end with it; the model is told below.
+            orphans = crate::orphans::end_orphans(
+                &*persistence,
+                &store,
+                store.vocabulary(),
+                &id,
+                &loaded.header.cwd,
+            )
+            .await;
             let next = stored::last_turn(&loaded.events).saturating_add(1);
             let titled = stored::titled(&loaded.events);
             let config = SessionConfig::replay(loaded.events.iter().map(|e| &**e));
@@ -338,6 +348,11 @@ async fn transact(
     drop(plan.owner);
     agent.queue_event(AgentEvent::Created { id: id.clone() });
     agent.drain();
+    if !orphans.is_empty()
+        && let Err(err) = dsh_agent::Agent::inject(&*agent, crate::orphans::notice(&orphans))
+    {
+        tracing::warn!(agent = %id, "the model is not told of its cut-off subagents: {err}");
+    }
     Ok(agent)
 }
 

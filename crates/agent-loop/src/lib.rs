@@ -35,6 +35,7 @@ mod driver;
 mod history;
 mod inbox;
 mod kinds;
+mod orphans;
 mod progress;
 mod registry;
 mod repair;
