@@ -117,7 +117,9 @@ impl Model for Timed {
             .iter()
             .any(|m| matches!(m, Message::Tool { .. }));
         let _ = self.seen.send(Seen::Asked(first.clone(), Instant::now()));
-        let seen = self.seen.clone();
+        // Made now, not when the future first runs: a request cancelled before that is
+        // closed too.
+        let guard = (first == "hang").then(|| OnDrop(self.seen.clone()));
         Box::pin(async move {
             let done = vec![
                 Ok(ModelEvent::TextDelta("ok".into())),
@@ -128,14 +130,11 @@ impl Model for Timed {
             let stream: ModelStream = match (first.as_str(), answered) {
                 ("start", false) => Box::pin(futures::stream::iter(calls(&["ok"]))),
                 ("four", false) => Box::pin(futures::stream::iter(calls(&["hang"; 4]))),
-                ("hang", _) => {
-                    let guard = OnDrop(seen);
-                    Box::pin(futures::stream::unfold(guard, |guard| async move {
-                        std::future::pending::<()>().await;
-                        drop(guard);
-                        None
-                    }))
-                }
+                ("hang", _) => Box::pin(futures::stream::unfold(guard, |guard| async move {
+                    std::future::pending::<()>().await;
+                    drop(guard);
+                    None
+                })),
                 _ => Box::pin(futures::stream::iter(done)),
             };
             Ok(stream)
