@@ -368,20 +368,24 @@ async fn a_child_at_the_depth_limit_has_no_task_tool_and_a_nested_call_is_refuse
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_the_parent_cancels_each_running_child_with_cause_parent_first() {
-    for children in [1usize, 4] {
+    for children in [0usize, 1, 4] {
         let h = harness(TaskConfig::default()).await;
         let parent = h.parent().await;
-        let prompt = format!(
-            "parent:{}",
-            (0..children)
-                .map(|i| format!("hang:{i}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
+        // With no child, the parent itself waits on its model.
+        let prompt = match children {
+            0 => "hang:parent".to_owned(),
+            n => format!(
+                "parent:{}",
+                (0..n)
+                    .map(|i| format!("hang:{i}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        };
         let ticket = parent.agent().send(UserMessage::user(prompt)).unwrap();
-        // Every child is waiting on its model.
+        // Every child (or the childless parent) is waiting on its model.
         h.hanging
-            .acquire_many(children as u32)
+            .acquire_many(children.max(1) as u32)
             .await
             .unwrap()
             .forget();
@@ -423,6 +427,31 @@ async fn cancelling_the_parent_cancels_each_running_child_with_cause_parent_firs
         assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
         parent.dispose().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disposing_the_parent_ends_its_running_children_first() {
+    let h = harness(TaskConfig::default()).await;
+    let parent = h.parent().await;
+    let parent_id = parent.agent().id().clone();
+    let _ticket = parent
+        .agent()
+        .send(UserMessage::user("parent:hang:a,hang:b"))
+        .unwrap();
+    h.hanging.acquire_many(2).await.unwrap().forget();
+    parent.dispose().await;
+    // Nothing of the family is left, and each child's turn ended before its parent's.
+    assert!(h.registry().list().is_empty());
+    let ends = h.ends.lock().unwrap().clone();
+    let parent_at = ends.iter().position(|(id, _)| *id == parent_id).unwrap();
+    let children_at: Vec<usize> = ends
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, up))| up.as_ref() == Some(&parent_id))
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(children_at.len(), 2, "{ends:?}");
+    assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -521,4 +550,57 @@ async fn a_child_s_steps_fit_in_what_its_parent_s_turn_has_left() {
     let said = results[0]["content"].as_str().unwrap();
     assert!(said.contains("stopped at its step limit"), "{said}");
     parent.dispose().await;
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Whatever its children do (answer, fail or hang), a parent's turn ends after every
+    /// child's, each call with its result; hanging children end by the parent's cancel.
+    #[test]
+    fn every_family_ends_children_first(kinds in proptest::collection::vec(0u8..3, 1..5)) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let h = harness(TaskConfig::default()).await;
+            let parent = h.parent().await;
+            let parent_id = parent.agent().id().clone();
+            let prompts: Vec<String> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| match kind {
+                    0 => format!("ok:{i}"),
+                    1 => format!("hang:{i}"),
+                    _ => format!("fail:{i}"),
+                })
+                .collect();
+            let ticket = parent
+                .agent()
+                .send(UserMessage::user(format!("parent:{}", prompts.join(","))))
+                .unwrap();
+            let hanging = kinds.iter().filter(|k| **k == 1).count() as u32;
+            if hanging > 0 {
+                h.hanging.acquire_many(hanging).await.unwrap().forget();
+                parent.agent().cancel(CancelCause::User);
+            }
+            ticket.await;
+            let results = h.results(&parent.agent().session().events());
+            assert_eq!(results.len(), kinds.len(), "each call has its result");
+            let ends = h.ends.lock().unwrap().clone();
+            let parent_at = ends.iter().position(|(id, _)| *id == parent_id).unwrap();
+            let children_at: Vec<usize> = ends
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, up))| up.as_ref() == Some(&parent_id))
+                .map(|(at, _)| at)
+                .collect();
+            assert_eq!(children_at.len(), kinds.len(), "{ends:?}");
+            assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
+            parent.dispose().await;
+            assert!(h.registry().list().is_empty());
+        });
+    }
 }
