@@ -14,7 +14,7 @@
 //! - at most [`TaskConfig::max_running`] children of one caller run at once; further calls
 //!   wait their turn, and a cancel ends the wait.
 //!
-//! Design: docs/rfc/proposed/architecture/2026-12-07-subagents.md.
+//! Design: docs/rfc/implemented/architecture/2026-12-07-subagents.md.
 #![deny(missing_docs)]
 
 pub mod definitions;
