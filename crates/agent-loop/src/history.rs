@@ -143,6 +143,7 @@ impl Projection {
             | Record::ConfigChanged(_)
             | Record::Plan(_)
             | Record::PermissionRule(_)
+            | Record::Subagent(_)
             | Record::Other => {}
         }
     }

@@ -31,7 +31,7 @@
 //! ```
 
 use dsh_llm::{FinishReason, Message, ToolCall, Usage};
-use dsh_session::{EventType, SessionEvent};
+use dsh_session::{EventType, SessionEvent, SessionId};
 use serde::{Deserialize, Serialize};
 
 use crate::message::UserMessage;
@@ -233,6 +233,47 @@ pub struct PermissionRuleRecord {
     pub project: Option<String>,
 }
 
+/// The kind of [`SubagentRecord`]. Ignorable: an older dsh loads the log without it.
+pub const AGENT_SUBAGENT: &str = "agent/subagent";
+
+/// `agent/subagent`: a call of this session started a child agent, or the child's turn
+/// ended. The child's own log holds its work; its header names this session and the call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentRecord {
+    /// The turn number.
+    pub turn: u32,
+    /// The step number.
+    pub step: u32,
+    /// The call that started it.
+    pub call_id: String,
+    /// The child's session.
+    pub child: SessionId,
+    /// Started or finished.
+    #[serde(flatten)]
+    pub phase: SubagentPhase,
+}
+
+/// What a [`SubagentRecord`] says happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum SubagentPhase {
+    /// The child was started for this task.
+    Started {
+        /// The task in a few words.
+        description: String,
+    },
+    /// The child's turn ended.
+    Finished {
+        /// How, in words (`completed`, `cancelled (with its parent)` …).
+        outcome: String,
+        /// Whether that is an error for the caller.
+        failed: bool,
+        /// The head of its answer, when it gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+    },
+}
+
 /// The kind of [`ToolProgressRecord`], an ephemeral notice (never in the log).
 pub const TOOL_PROGRESS: &str = "tool/progress";
 
@@ -325,6 +366,8 @@ pub enum Record {
     Plan(PlanRecord),
     /// `permission/rule`.
     PermissionRule(PermissionRuleRecord),
+    /// `agent/subagent`.
+    Subagent(SubagentRecord),
     /// A kind outside this vocabulary (a plugin's, or an ignorable one of a newer dsh): its
     /// payload stays opaque.
     Other,
@@ -365,6 +408,7 @@ impl Record {
             CONFIG_CHANGED => serde_json::from_str(data).map(Record::ConfigChanged),
             PLAN_UPDATED => serde_json::from_str(data).map(Record::Plan),
             PERMISSION_RULE => serde_json::from_str(data).map(Record::PermissionRule),
+            AGENT_SUBAGENT => serde_json::from_str(data).map(Record::Subagent),
             _ => Ok(Record::Other),
         };
         parsed.map_err(|source| RecordError {
@@ -388,7 +432,8 @@ impl Record {
             | Record::ToolResult(ToolResultRecord { turn, .. })
             | Record::Compacted(CompactedRecord { turn, .. })
             | Record::Plan(PlanRecord { turn, .. })
-            | Record::PermissionRule(PermissionRuleRecord { turn, .. }) => Some(*turn),
+            | Record::PermissionRule(PermissionRuleRecord { turn, .. })
+            | Record::Subagent(SubagentRecord { turn, .. }) => Some(*turn),
             Record::Instructions(_)
             | Record::Title(_)
             | Record::ConfigChanged(_)

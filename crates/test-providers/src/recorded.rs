@@ -134,6 +134,7 @@ pub fn script_from_log(name: &str, events: &[Arc<SessionEvent>]) -> ReplayScript
             | Record::ConfigChanged(_)
             | Record::Plan(_)
             | Record::PermissionRule(_)
+            | Record::Subagent(_)
             | Record::Other => {}
         }
     }

@@ -6,12 +6,13 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
+use dsh_agent::record::{AGENT_SUBAGENT, SubagentPhase, SubagentRecord};
 use dsh_agent::{
     AgentOverrides, AgentRegistry, CallerPrompt, CancelCause, ConfigChange, ConfigOrigin,
     CreateAgent, UserMessage,
 };
 use dsh_kernel::WeakScope;
-use dsh_session::{SessionId, ToolCallRecord};
+use dsh_session::{EventType, Session, SessionId, ToolCallRecord};
 use dsh_tools::safe_text::SafeText;
 use dsh_tools::{
     Effect, HidingToolRegistry, Roots, Tool, ToolCallView, ToolContext, ToolError, ToolKindHint,
@@ -123,6 +124,33 @@ fn invalid(message: impl Into<String>) -> ToolError {
 
 fn refused(message: impl Into<String>) -> ToolError {
     ToolError::new("task_refused", message)
+}
+
+/// Appends `agent/subagent` to the caller's log; a log that refuses it costs the record,
+/// never the call.
+fn record(session: &Session, cx: &ToolContext, child: &SessionId, phase: SubagentPhase) {
+    let (turn, step) = cx.position().unwrap_or_default();
+    let record = SubagentRecord {
+        turn,
+        step,
+        call_id: cx.call_id().to_owned(),
+        child: child.clone(),
+        phase,
+    };
+    let appended = EventType::new(AGENT_SUBAGENT)
+        .map_err(|e| e.to_string())
+        .and_then(|kind| session.append(&kind, &record).map_err(|e| e.to_string()));
+    if let Err(e) = appended {
+        tracing::debug!(%child, "agent/subagent not recorded: {e}");
+    }
+}
+
+/// The head of an answer, for the record: its first 200 characters.
+fn summary(answer: &str) -> String {
+    match answer.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &answer[..at]),
+        None => answer.to_owned(),
+    }
 }
 
 /// How many ancestors the agent `id` has among the live agents.
@@ -363,9 +391,15 @@ impl Tool for TaskTool {
             };
             let agent = handle.agent().clone();
             let child = agent.id().clone();
+            let parent = registry.get(&caller);
+            let note = |phase: SubagentPhase| {
+                if let Some(parent) = &parent {
+                    record(parent.session(), &cx, &child, phase);
+                }
+            };
             // The caller's server, model and reasoning, unless the call or the definition
             // names another model.
-            let inherited = registry.get(&caller).map(|parent| parent.config());
+            let inherited = parent.as_ref().map(|parent| parent.config());
             let model = args
                 .model
                 .clone()
@@ -384,6 +418,9 @@ impl Tool for TaskTool {
                     return Err(refused(format!("the subagent could not be set up: {e}")));
                 }
             }
+            note(SubagentPhase::Started {
+                description: args.description.clone(),
+            });
             let outcome = match agent.send(UserMessage::user(args.prompt)) {
                 Ok(ticket) => {
                     let ticket = ticket.into_future();
@@ -400,6 +437,11 @@ impl Tool for TaskTool {
                     }
                 }
                 Err(e) => {
+                    note(SubagentPhase::Finished {
+                        outcome: "did not take the task".into(),
+                        failed: true,
+                        summary: None,
+                    });
                     handle.dispose().await;
                     owner.dispose().await;
                     return Err(refused(format!("the subagent did not take the task: {e}")));
@@ -410,6 +452,11 @@ impl Tool for TaskTool {
             handle.dispose().await;
             owner.dispose().await;
             let (ended, failed) = ending(&outcome);
+            note(SubagentPhase::Finished {
+                outcome: ended.clone(),
+                failed,
+                summary: answer.as_deref().map(summary),
+            });
             let text = match answer {
                 Some(answer) => format!(
                     "{}\n\n[subagent {child}: {ended}; {usage}]",

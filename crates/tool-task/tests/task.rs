@@ -342,6 +342,40 @@ async fn two_children_run_and_their_answers_come_back_in_order() {
         );
         assert_eq!(result["is_error"], false);
     }
+    // The parent's log says when each child started and how it ended, naming it.
+    let records: Vec<dsh_agent::record::SubagentRecord> = parent
+        .agent()
+        .session()
+        .events()
+        .iter()
+        .filter_map(|e| match dsh_agent::record::Record::decode(e) {
+            Ok(dsh_agent::record::Record::Subagent(r)) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(records.len(), 4, "{records:?}");
+    let started = records
+        .iter()
+        .filter(|r| matches!(r.phase, dsh_agent::record::SubagentPhase::Started { .. }))
+        .count();
+    assert_eq!(started, 2);
+    let finished: Vec<&dsh_agent::record::SubagentRecord> = records
+        .iter()
+        .filter(|r| matches!(r.phase, dsh_agent::record::SubagentPhase::Finished { .. }))
+        .collect();
+    assert_eq!(finished.len(), 2);
+    for record in finished {
+        assert!(
+            h.registry().get(&record.child).is_none(),
+            "the child is gone once it finished"
+        );
+        assert!(matches!(
+            &record.phase,
+            dsh_agent::record::SubagentPhase::Finished { outcome, failed: false, summary: Some(s) }
+                if outcome == "completed" && s.starts_with("answer ")
+        ));
+        assert_eq!((record.turn, record.step), (1, 1));
+    }
     parent.dispose().await;
 }
 

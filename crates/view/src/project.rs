@@ -288,7 +288,11 @@ impl Projector {
                     out.push(Shown::Warnings(warnings));
                 }
             }
-            Record::ConfigChanged(_) | Record::PermissionRule(_) | Record::Other => {}
+            // A child's work is its own log's, which a front end follows as it happens.
+            Record::ConfigChanged(_)
+            | Record::PermissionRule(_)
+            | Record::Subagent(_)
+            | Record::Other => {}
         }
     }
 

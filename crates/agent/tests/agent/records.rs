@@ -116,6 +116,7 @@ fn every_record_re_encodes_to_what_it_was_read_from() {
             Record::ConfigChanged(r) => serde_json::to_string(&r),
             Record::Plan(r) => serde_json::to_string(&r),
             Record::PermissionRule(r) => serde_json::to_string(&r),
+            Record::Subagent(r) => serde_json::to_string(&r),
             Record::Other => continue,
         }
         .unwrap();
@@ -228,4 +229,36 @@ fn a_compaction_record_reads_back_and_opens_with_its_summary_and_kept_messages()
         record.opening(),
         format!("{SUMMARY_PREFIX}\n\nGoal: fix the build.\n\nand the tests")
     );
+}
+
+#[test]
+fn a_subagent_record_reads_as_it_was_written() {
+    use dsh_agent::record::{SubagentPhase, SubagentRecord};
+    let child = dsh_session::SessionId::parse("01a24cf7-2273-7407-bb3c-8c9b64784fc1").unwrap();
+    for phase in [
+        SubagentPhase::Started {
+            description: "look".into(),
+        },
+        SubagentPhase::Finished {
+            outcome: "completed".into(),
+            failed: false,
+            summary: Some("found it".into()),
+        },
+    ] {
+        let record = SubagentRecord {
+            turn: 2,
+            step: 1,
+            call_id: "call_0".into(),
+            child: child.clone(),
+            phase,
+        };
+        let event = dsh_session::SessionEvent {
+            seq: 9,
+            kind: dsh_session::EventType::new(dsh_agent::record::AGENT_SUBAGENT).unwrap(),
+            time: 0,
+            ignorable: true,
+            data: serde_json::value::to_raw_value(&record).unwrap(),
+        };
+        assert_eq!(Record::decode(&event).unwrap(), Record::Subagent(record));
+    }
 }
