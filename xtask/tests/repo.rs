@@ -189,6 +189,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-shell", "definition", Some(1)),
         ("dsh-fs", "definition", Some(1)),
         ("dsh-mcp", "definition", Some(1)),
+        ("dsh-hooks", "definition", Some(1)),
         ("dsh-tools", "definition", Some(2)),
         ("dsh-agent", "definition", Some(3)),
         ("dsh-view", "definition", Some(4)),
