@@ -201,6 +201,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-shell-local", "provider", None),
         ("dsh-fs-local", "provider", None),
         ("dsh-mcp-rmcp", "provider", None),
+        ("dsh-hooks-command", "provider", None),
         ("dsh-tool-bash", "consumer", None),
         ("dsh-tool-fs", "consumer", None),
         ("dsh-tool-todo", "consumer", None),
