@@ -405,3 +405,42 @@ pub fn percentiles(mut samples: Vec<std::time::Duration>) -> String {
         samples.len()
     )
 }
+
+/// A mock model server answering each request with what `respond` makes of its JSON body,
+/// and every body it received, in order (a responder's bodies are otherwise not kept).
+pub async fn recording_server(
+    respond: impl Fn(&serde_json::Value) -> dsh_test_providers::mock_model::MockResponse
+    + Send
+    + Sync
+    + 'static,
+) -> (
+    dsh_test_providers::mock_model::MockModelServer,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let server = dsh_test_providers::mock_model::MockModelServer::responding(move |request| {
+        let body = request.json();
+        let response = respond(&body);
+        if let Ok(mut seen) = sink.lock() {
+            seen.push(body);
+        }
+        response
+    })
+    .await;
+    (server, seen)
+}
+
+/// The tool results a request carries back to the model, in order.
+pub fn tool_results(request: &serde_json::Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dsh_e2e::{Sandbox, first_user_text, text};
+use dsh_e2e::{Sandbox, first_user_text, recording_server, text, tool_results};
 use dsh_test_providers::mock_model::{MockModelServer, MockResponse, Recorded};
 use serde_json::json;
 
@@ -110,31 +110,22 @@ async fn two_tasks_run_as_children_whose_work_shows_under_their_cards() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_named_agent_runs_with_its_prompt_tools_and_model_and_an_unknown_one_is_listed() {
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let server = MockModelServer::responding(move |request| {
-        let body = request.json();
-        sink.lock().unwrap().push(body.clone());
-        let results = body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .count();
-        match (first_user_text(&body).as_str(), results) {
-            ("review it", 0) => MockResponse::text("looks fine"),
-            (_, 0) => MockResponse::tool_call(
-                "task",
-                &json!({"description": "review", "prompt": "review it", "agent": "reviewer"}),
-            ),
-            (_, 1) => MockResponse::tool_call(
-                "task",
-                &json!({"description": "ghost", "prompt": "x", "agent": "nobody"}),
-            ),
-            _ => MockResponse::text("done"),
-        }
-    })
-    .await;
+    let (server, seen) =
+        recording_server(
+            |body| match (first_user_text(body).as_str(), tool_results(body).len()) {
+                ("review it", 0) => MockResponse::text("looks fine"),
+                (_, 0) => MockResponse::tool_call(
+                    "task",
+                    &json!({"description": "review", "prompt": "review it", "agent": "reviewer"}),
+                ),
+                (_, 1) => MockResponse::tool_call(
+                    "task",
+                    &json!({"description": "ghost", "prompt": "x", "agent": "nobody"}),
+                ),
+                _ => MockResponse::text("done"),
+            },
+        )
+        .await;
     let sandbox = Sandbox::new();
     let agents = sandbox.work().join(".dsh/agents");
     std::fs::create_dir_all(&agents).unwrap();

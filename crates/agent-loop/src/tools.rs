@@ -232,7 +232,6 @@ impl Phase<'_, '_> {
             }
             (Some(tool), Ok(args)) => (tool, args),
         };
-        let effect = tool.effect(&args, &agent.roots());
         let remembered = agent.remembered_rules();
         let verdict = agent
             .shared
@@ -253,6 +252,32 @@ impl Phase<'_, '_> {
             return Ok(());
         }
         let said = verdict.as_ref().map(|(said, _)| *said);
+        // The user's `PreToolUse` hooks: they may refuse the call, ask about it, let it
+        // through unasked, or rewrite its arguments.
+        let (args, said) = match crate::hooks::Seam::of(agent) {
+            None => (args, said),
+            Some(seam) => {
+                let hooked = tokio::select! {
+                    biased;
+                    _ = self.token.cancelled() => return Err(PhaseEnd::Cancelled),
+                    hooked = seam.pre_tool_use(&call.name, &call.id, args, said, self.token) => hooked,
+                };
+                match hooked {
+                    crate::hooks::PreTool::Run { args, said } => (args, said),
+                    crate::hooks::PreTool::Refused(reason) => {
+                        self.finish(
+                            index,
+                            error(
+                                codes::TOOL_REJECTED,
+                                format!("A hook of the user's refused this call: {reason}. It did not run."),
+                            ),
+                        );
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let effect = tool.effect(&args, &agent.roots());
         // Asked even in `allow` mode: leaving the sandbox; a command the missing sandbox
         // would have confined, unless a rule allows it; what a rule asks about.
         let asked_in_every_mode = PermissionMode::Allow.asks_under(effect, said);
@@ -436,7 +461,22 @@ impl Phase<'_, '_> {
         };
         let (tx, rx) = oneshot::channel::<BodyResult>();
         self.slots[index].grace = Some(tool.cancel_grace(agent.shared.config.tool_cancel_grace));
-        let body = tool.call(args, cx);
+        let seam = crate::hooks::Seam::of(agent);
+        let (name, call_id, token) = (
+            self.slots[index].call.name.clone(),
+            self.slots[index].call.id.clone(),
+            self.token.clone(),
+        );
+        let body = async move {
+            let hooked_args = seam.as_ref().map(|_| args.clone());
+            let mut outcome = tool.call(args, cx).await;
+            // The user's `PostToolUse` hooks read the result; what they say is added to it.
+            if let (Some(seam), Some(args), Ok(output)) = (&seam, &hooked_args, &mut outcome) {
+                seam.post_tool_use(&name, &call_id, args, output, &token)
+                    .await;
+            }
+            outcome
+        };
         let call = &self.slots[index].call;
         let span = tracing::debug_span!("tool_call", tool = %call.name, call_id = %call.id);
         let spawned = agent.scope.spawn(

@@ -13,6 +13,7 @@ use dsh_agent::AgentOptions;
 use dsh_agent_context::{ContextConfig, ContextPlugin};
 use dsh_agent_loop::{AgentLoopPlugin, LoopConfig, Remembered};
 use dsh_fs_local::FsLocalPlugin;
+use dsh_hooks_command::HooksPlugin;
 use dsh_kernel::{Plugin, Runtime};
 use dsh_mcp_rmcp::RmcpPlugin;
 use dsh_session::SessionStorePlugin;
@@ -136,6 +137,13 @@ async fn load_all(
         .load(mcp_servers(settings))
         .await
         .map_err(|e| failed("the MCP servers' tools", e))?;
+    let hooks = crate::hooks::user_hooks(settings)?;
+    if !hooks.is_empty() {
+        runtime
+            .load(HooksPlugin::new(hooks, sandbox_policy(settings)))
+            .await
+            .map_err(|e| failed("the hooks", e))?;
+    }
     runtime
         .load(ContextPlugin::new(context(settings)?))
         .await

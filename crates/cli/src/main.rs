@@ -20,6 +20,7 @@ mod config;
 mod digest;
 mod excerpt;
 mod exit;
+mod hooks;
 mod interactive;
 mod json_lines;
 mod lookup;

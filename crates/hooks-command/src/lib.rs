@@ -15,7 +15,9 @@
 #![deny(missing_docs)]
 
 pub mod config;
+mod plugin;
 mod run;
 
 pub use config::{ConfigError, Group, Handler, HookConfig, Source};
+pub use plugin::HooksPlugin;
 pub use run::{CommandHooks, OWNER};

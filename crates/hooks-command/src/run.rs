@@ -90,7 +90,7 @@ impl CommandHooks {
             owner: Some(OWNER.to_owned()),
             stdin: Some(stdin),
             env,
-            sandbox: self.policy(handler, dir.path()),
+            sandbox: self.policy(handler, dir.path(), cwd),
         };
         let ran = tokio::select! {
             biased;
@@ -112,8 +112,9 @@ impl CommandHooks {
         run
     }
 
-    /// The handler's sandbox: the session's, with its stderr's directory writable.
-    fn policy(&self, handler: &Handler, stderr_dir: &Path) -> SandboxPolicy {
+    /// The handler's sandbox: the session's commands' (the session's directory writable, a
+    /// formatter may change files), with its stderr's directory writable too.
+    fn policy(&self, handler: &Handler, stderr_dir: &Path, cwd: &Path) -> SandboxPolicy {
         if !handler.sandbox {
             return SandboxPolicy::FullAccess;
         }
@@ -125,6 +126,7 @@ impl CommandHooks {
             },
             SandboxPolicy::WorkspaceWrite { writable, network } => {
                 let mut writable: Vec<PathBuf> = writable.clone();
+                writable.push(cwd.to_path_buf());
                 writable.push(stderr_dir.to_path_buf());
                 SandboxPolicy::WorkspaceWrite {
                     writable,

@@ -10,6 +10,7 @@ mod containment;
 mod context;
 mod edges;
 mod guards;
+mod hooks;
 mod modules;
 mod ownership;
 mod progress;

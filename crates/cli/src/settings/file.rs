@@ -156,6 +156,10 @@ impl Reader<'_> {
                 loaded.permissions = self.permissions(item, value_at)?;
                 continue;
             }
+            // The user's hooks, read whole by the hooks provider's own parser.
+            if full == "hooks" {
+                continue;
+            }
             if full == "mcp_servers" {
                 let servers =
                     super::mcp::read(item, value_at).map_err(|(at, m)| self.refuse(at, &m))?;

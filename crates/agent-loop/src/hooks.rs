@@ -1,0 +1,150 @@
+//! The user's hooks at the loop's tool seam, when a `Hooks` service is on the loop's scope:
+//! `PreToolUse` before a call is asked about or run (a block or a deny refuses it, an `ask`
+//! asks in every mode, an `allow` skips the question as an allow rule would, a rewritten
+//! input replaces the arguments), `PostToolUse` after its body (its block reason and its
+//! context reach the model with the result).
+//!
+//! A session with no hook for the event pays one synchronous lookup.
+
+use std::sync::Arc;
+
+use dsh_hooks::{
+    Common, EventFields, HookEvent, HookInput, Hooks, PermissionDecision, PermissionModeName,
+    claude_tool_name,
+};
+use dsh_kernel::CancellationToken;
+use dsh_tools::{PermissionMode, ToolOutput, Verdict as RuleSays};
+use serde_json::Value;
+
+use crate::agent::LoopAgent;
+
+/// What `PreToolUse` left of a call.
+pub(crate) enum PreTool {
+    /// It goes on, with these arguments and this permission verdict.
+    Run { args: Value, said: Option<RuleSays> },
+    /// A hook refused it, for this reason.
+    Refused(String),
+}
+
+/// The hooks service and what its inputs share, when the session has hooks.
+pub(crate) struct Seam {
+    hooks: Arc<dyn Hooks>,
+    common: Common,
+}
+
+impl Seam {
+    /// The seam of `agent`'s session, `None` without a hooks service.
+    pub(crate) fn of(agent: &LoopAgent) -> Option<Seam> {
+        let hooks = agent.shared.plugin.get::<dyn Hooks>()?;
+        let mode = agent
+            .setup
+            .approval
+            .as_ref()
+            .map_or(PermissionMode::Allow, |gate| gate.mode());
+        let permission_mode = match mode {
+            PermissionMode::Ask => PermissionModeName::Default,
+            PermissionMode::AcceptEdits => PermissionModeName::AcceptEdits,
+            PermissionMode::Allow => PermissionModeName::BypassPermissions,
+        };
+        Some(Seam {
+            hooks,
+            common: Common {
+                session_id: agent.id.to_string(),
+                transcript_path: None,
+                cwd: agent.roots().cwd().to_path_buf(),
+                permission_mode,
+            },
+        })
+    }
+
+    fn wants(&self, event: HookEvent, tool: &str) -> bool {
+        let claude = claude_tool_name(tool);
+        self.hooks.wants(event, &[claude.as_str(), tool])
+    }
+
+    /// `PreToolUse` of a call of `tool`.
+    pub(crate) async fn pre_tool_use(
+        &self,
+        tool: &str,
+        call_id: &str,
+        args: Value,
+        said: Option<RuleSays>,
+        cancel: &CancellationToken,
+    ) -> PreTool {
+        if !self.wants(HookEvent::PreToolUse, tool) {
+            return PreTool::Run { args, said };
+        }
+        let input = HookInput {
+            common: self.common.clone(),
+            fields: EventFields::PreToolUse {
+                tool: tool.to_owned(),
+                arguments: args.clone(),
+                call_id: call_id.to_owned(),
+            },
+        };
+        let verdict = self.hooks.run(input, cancel.clone()).await;
+        for message in &verdict.messages {
+            tracing::warn!(tool, "{message}");
+        }
+        if let Some(reason) = verdict.block {
+            return PreTool::Refused(reason);
+        }
+        let said = match verdict.permission {
+            Some((PermissionDecision::Deny, why)) => {
+                return PreTool::Refused(why.unwrap_or_else(|| "a hook denied it".into()));
+            }
+            // A rule's ask or the hook's: asked in every mode.
+            Some((PermissionDecision::Ask, _)) => Some(RuleSays::Ask),
+            // The configuration's own ask still asks.
+            Some((PermissionDecision::Allow, _)) => said.or(Some(RuleSays::Allow)),
+            None => said,
+        };
+        PreTool::Run {
+            args: verdict.updated_input.unwrap_or(args),
+            said,
+        }
+    }
+
+    /// `PostToolUse` of a call that returned `output`: what its hooks have the model read
+    /// besides, appended to the result.
+    pub(crate) async fn post_tool_use(
+        &self,
+        tool: &str,
+        call_id: &str,
+        args: &Value,
+        output: &mut ToolOutput,
+        cancel: &CancellationToken,
+    ) {
+        if !self.wants(HookEvent::PostToolUse, tool) {
+            return;
+        }
+        let response = serde_json::json!({
+            "output": output.content,
+            "is_error": output.is_error,
+            "meta": output.meta,
+        });
+        let input = HookInput {
+            common: self.common.clone(),
+            fields: EventFields::PostToolUse {
+                tool: tool.to_owned(),
+                arguments: args.clone(),
+                call_id: call_id.to_owned(),
+                response,
+            },
+        };
+        let verdict = self.hooks.run(input, cancel.clone()).await;
+        for message in &verdict.messages {
+            tracing::warn!(tool, "{message}");
+        }
+        if let Some(reason) = verdict.block {
+            output
+                .content
+                .push_str(&format!("\n\n[a hook after this call: {reason}]"));
+        }
+        for context in verdict.context {
+            output
+                .content
+                .push_str(&format!("\n\n[hook context: {context}]"));
+        }
+    }
+}
