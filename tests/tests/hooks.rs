@@ -82,3 +82,112 @@ async fn a_guard_that_crashes_blocks_only_when_it_fails_closed() {
         );
     }
 }
+
+/// `dsh run` with one bash call of `command`, then an answer.
+async fn run_one_command(sandbox: &Sandbox, command: &str) -> std::process::Output {
+    let server = MockModelServer::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": command})),
+        MockResponse::text("done"),
+    ])
+    .await;
+    sandbox
+        .run_against(&server.base_url(), &["--permission", "allow", "go"])
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_s_hooks_run_only_once_trusted_and_again_only_after_a_change_is_trusted() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.work().join(".dsh");
+    std::fs::create_dir_all(&dir).unwrap();
+    let guard = "[[PreToolUse]]\nmatcher = \"Bash\"\nhooks = [{ command = \"echo 'touching is not allowed' >&2; exit 2\" }]\n";
+    std::fs::write(dir.join("hooks.toml"), guard).unwrap();
+    // Untrusted: it does not run, and the start says so.
+    let out = run_one_command(&sandbox, "touch first").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(sandbox.work().join("first").exists());
+    assert!(
+        text(&out.stderr).contains("hooks.toml do not run: they are not trusted"),
+        "{}",
+        text(&out.stderr)
+    );
+    let listed = sandbox.dsh(["hooks"]).output().unwrap();
+    let listed = text(&listed.stdout);
+    assert!(listed.contains("not trusted: it does not run"), "{listed}");
+    assert!(
+        listed.contains("PreToolUse Bash  echo 'touching is not allowed'"),
+        "{listed}"
+    );
+    // Trusted: it runs.
+    let trusted = sandbox.dsh(["hooks", "trust"]).output().unwrap();
+    assert!(
+        text(&trusted.stdout).contains("trusted "),
+        "{}",
+        text(&trusted.stdout)
+    );
+    let out = run_one_command(&sandbox, "touch second").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !sandbox.work().join("second").exists(),
+        "the trusted guard blocked it"
+    );
+    // Changed: untrusted again.
+    std::fs::write(
+        dir.join("hooks.toml"),
+        guard.replace("touching", "touching at all"),
+    )
+    .unwrap();
+    let out = run_one_command(&sandbox, "touch third").await;
+    assert!(
+        sandbox.work().join("third").exists(),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_s_settings_work_as_written_once_trusted() {
+    let sandbox = Sandbox::new();
+    let claude = sandbox.work().join(".claude");
+    std::fs::create_dir_all(claude.join("hooks")).unwrap();
+    // As Claude Code's documentation writes them: a script under the project, named through
+    // `$CLAUDE_PROJECT_DIR`, reading the call with jq-free shell, timeout in seconds.
+    std::fs::write(
+        claude.join("settings.json"),
+        r#"{
+  "hooks": {
+    "PostToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [
+          { "type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/hooks/log.sh", "timeout": 30 }
+        ]
+      }
+    ]
+  }
+}"#,
+    )
+    .unwrap();
+    let script = claude.join("hooks/log.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"tool_name\":\"Bash\"'*) echo ran >> \"$CLAUDE_PROJECT_DIR/audit.log\";; esac\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let trusted = sandbox.dsh(["hooks", "trust"]).output().unwrap();
+    assert!(
+        text(&trusted.stdout).contains("settings.json"),
+        "{}",
+        text(&trusted.stdout)
+    );
+    let out = run_one_command(&sandbox, "true").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let audit = std::fs::read_to_string(sandbox.work().join("audit.log")).unwrap_or_default();
+    assert_eq!(audit, "ran\n", "{}", text(&out.stderr));
+}

@@ -89,7 +89,7 @@ async fn serve(
     let mut signals = Signals::new()?;
     let runtime = crate::compose::compose(&settings, &sessions, model).await?;
     // An editor shows an agent's stderr as its log: the one place to say it.
-    for notice in crate::compose::sandbox_notices(&runtime, &settings) {
+    for notice in crate::compose::start_notices(&runtime, &settings) {
         tracing::warn!("{notice}");
     }
     let deadline = config.teardown_deadline;

@@ -163,6 +163,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The hooks this directory's sessions run, with their sources; `trust` trusts the
+    /// project's hook files as they are now.
+    Hooks {
+        /// What to do (none: list them).
+        #[command(subcommand)]
+        command: Option<HooksCommand>,
+    },
+}
+
+/// `dsh hooks …`.
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Trust this project's `.dsh/hooks.toml` and `.claude/settings.json` as they are now.
+    Trust,
 }
 
 /// `dsh permissions …`.

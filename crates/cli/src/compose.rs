@@ -137,7 +137,9 @@ async fn load_all(
         .load(mcp_servers(settings))
         .await
         .map_err(|e| failed("the MCP servers' tools", e))?;
-    let hooks = crate::hooks::user_hooks(settings)?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::internal(format!("the current directory is unknown: {e}")))?;
+    let (hooks, _) = crate::hooks::session_hooks(settings, &cwd)?;
     if !hooks.is_empty() {
         runtime
             .load(HooksPlugin::new(hooks, sandbox_policy(settings)))
@@ -281,6 +283,13 @@ pub fn sandbox_kernel() -> String {
         ),
         Err(reason) => format!("unavailable: {reason}"),
     }
+}
+
+/// The warnings a run starts with: its sandbox's, then its hooks'.
+pub fn start_notices(runtime: &Runtime, settings: &Settings) -> Vec<String> {
+    let mut notices = sandbox_notices(runtime, settings);
+    notices.extend(crate::hooks::notices(settings));
+    notices
 }
 
 /// The warnings a run starts with about its sandbox: that it cannot be had here, saying

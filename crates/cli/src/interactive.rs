@@ -104,7 +104,7 @@ async fn open(
         context: None,
         cost: None,
     };
-    let notices = crate::compose::sandbox_notices(runtime, settings)
+    let notices = crate::compose::start_notices(runtime, settings)
         .into_iter()
         .map(|notice| format!("warning: {notice}"))
         .collect();

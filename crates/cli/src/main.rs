@@ -21,6 +21,7 @@ mod digest;
 mod excerpt;
 mod exit;
 mod hooks;
+mod hooks_cmd;
 mod interactive;
 mod json_lines;
 mod lookup;
@@ -37,6 +38,7 @@ mod sessions;
 mod settings;
 mod signals;
 mod status;
+mod trusted_hooks;
 mod window;
 
 use std::process::ExitCode;
@@ -93,6 +95,7 @@ fn main() -> ExitCode {
             Some(Command::Permissions { command, all, json }) => {
                 permissions::permissions(&cli.global, command.as_ref(), *all, *json)
             }
+            Some(Command::Hooks { command }) => hooks_cmd::hooks(&cli.global, command.as_ref()),
         }
     });
     // Tool processes were ended by the shutdown; nothing left should hold the exit.

@@ -188,7 +188,7 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
             Ok(runtime) => runtime,
             Err(failure) => return report(&failure, view),
         };
-    for notice in crate::compose::sandbox_notices(&runtime, &prepared.settings) {
+    for notice in crate::compose::start_notices(&runtime, &prepared.settings) {
         eprintln!("warning: {notice}");
     }
     let rules = match crate::compose::permission_rules(&prepared.settings) {
