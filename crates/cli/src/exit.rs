@@ -77,6 +77,20 @@ pub fn for_outcome(outcome: &TurnOutcome) -> u8 {
     }
 }
 
+/// The exit status of a command's outcome: 0, or its failure reported as text on stderr.
+pub fn status(outcome: Result<(), Failure>) -> u8 {
+    match outcome {
+        Ok(()) => 0,
+        Err(failure) => report(
+            &failure,
+            View::Human {
+                color: false,
+                split: true,
+            },
+        ),
+    }
+}
+
 /// Prints a failure that ended dsh before a turn; returns its status.
 pub fn report(failure: &Failure, view: View) -> u8 {
     if view == View::Json {

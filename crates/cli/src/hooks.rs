@@ -25,6 +25,26 @@ pub struct ProjectFile {
     pub trusted: bool,
 }
 
+impl ProjectFile {
+    /// The file at `source` whose bytes are `bytes`, with what it configures.
+    fn read(
+        trust: &TrustFile,
+        source: Source,
+        bytes: &[u8],
+        config: HookConfig,
+        warnings: Vec<String>,
+    ) -> ProjectFile {
+        let sha256 = digest(bytes);
+        ProjectFile {
+            trusted: trust.trusted(source.path(), &sha256),
+            source,
+            sha256,
+            config,
+            warnings,
+        }
+    }
+}
+
 /// The hooks to run in `cwd`, and a line for each project file that does not run.
 pub fn session_hooks(
     settings: &Settings,
@@ -106,36 +126,27 @@ pub fn project_files(
     let mut files = Vec::new();
     if let Some(path) = nearest(".dsh/hooks.toml") {
         let bytes = read(&path)?;
-        let text = String::from_utf8_lossy(&bytes);
-        let table: toml::Value = toml::from_str(&text)
+        let table: toml::Value = toml::from_str(&String::from_utf8_lossy(&bytes))
             .map_err(|e| Failure::config(format!("{}: {e}", path.display())))?;
-        let source = Source::Project(path.clone());
+        let source = Source::Project(path);
         let config =
             HookConfig::from_toml(&table, &source).map_err(|e| Failure::config(e.to_string()))?;
-        let sha256 = digest(&bytes);
-        files.push(ProjectFile {
-            trusted: trust.trusted(&path, &sha256),
+        files.push(ProjectFile::read(
+            &trust,
             source,
-            sha256,
+            &bytes,
             config,
-            warnings: Vec::new(),
-        });
+            Vec::new(),
+        ));
     }
     if claude && let Some(path) = nearest(".claude/settings.json") {
         let bytes = read(&path)?;
         let json: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| Failure::config(format!("{}: {e}", path.display())))?;
-        let source = Source::Claude(path.clone());
+        let source = Source::Claude(path);
         let (config, warnings) =
             HookConfig::from_claude(&json, &source).map_err(|e| Failure::config(e.to_string()))?;
-        let sha256 = digest(&bytes);
-        files.push(ProjectFile {
-            trusted: trust.trusted(&path, &sha256),
-            source,
-            sha256,
-            config,
-            warnings,
-        });
+        files.push(ProjectFile::read(&trust, source, &bytes, config, warnings));
     }
     Ok(files)
 }

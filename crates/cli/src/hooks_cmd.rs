@@ -7,22 +7,12 @@ use dsh_tools::safe_text::SafeText;
 
 use crate::args::{Global, HooksCommand};
 use crate::exit::Failure;
-use crate::render::View;
 use crate::settings::{CommandFlags, Settings};
 use crate::trusted_hooks::TrustFile;
 
 /// Runs `dsh hooks …`; returns the exit status.
 pub fn hooks(global: &Global, command: Option<&HooksCommand>) -> u8 {
-    match run(global, command) {
-        Ok(()) => 0,
-        Err(failure) => crate::exit::report(
-            &failure,
-            View::Human {
-                color: false,
-                split: true,
-            },
-        ),
-    }
+    crate::exit::status(run(global, command))
 }
 
 fn run(global: &Global, command: Option<&HooksCommand>) -> Result<(), Failure> {

@@ -6,7 +6,6 @@ use dsh_tools::safe_text::SafeText;
 use crate::args::{Global, PermissionsCommand};
 use crate::exit::Failure;
 use crate::remembered::{RuleFile, project_of};
-use crate::render::View;
 use crate::settings::{CommandFlags, Settings};
 
 /// Runs `dsh permissions …`; returns the exit status.
@@ -16,16 +15,7 @@ pub fn permissions(
     all: bool,
     json: bool,
 ) -> u8 {
-    match run(global, command, all, json) {
-        Ok(()) => 0,
-        Err(failure) => crate::exit::report(
-            &failure,
-            View::Human {
-                color: false,
-                split: true,
-            },
-        ),
-    }
+    crate::exit::status(run(global, command, all, json))
 }
 
 fn run(
