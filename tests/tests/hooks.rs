@@ -191,3 +191,40 @@ async fn claude_code_s_settings_work_as_written_once_trusted() {
     let audit = std::fs::read_to_string(sandbox.work().join("audit.log")).unwrap_or_default();
     assert_eq!(audit, "ran\n", "{}", text(&out.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_context_reaches_the_request_and_a_stop_hook_blocks_once() {
+    let (server, seen) = recording_server(|body| match body["messages"].as_array().map(Vec::len) {
+        // The system message, the prompt and the hook's context: the first answer.
+        Some(n) if n <= 3 => MockResponse::text("first answer"),
+        _ => MockResponse::text("checked and done"),
+    })
+    .await;
+    let sandbox = Sandbox::new();
+    configure(
+        &sandbox,
+        r#"
+[[hooks.UserPromptSubmit]]
+hooks = [{ command = "echo 'the branch is main'" }]
+
+[[hooks.Stop]]
+hooks = [{ command = '''input=$(cat); case "$input" in *'"stop_hook_active":false'*) echo '{"decision":"block","reason":"run make check first"}';; esac''' }]
+"#,
+    );
+    let out = sandbox
+        .run_against(&server.base_url(), &["--permission", "allow", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("checked and done"),
+        "{}",
+        text(&out.stdout)
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "the stop hook kept the turn going once");
+    let first = requests[0]["messages"].to_string();
+    assert!(first.contains("the branch is main"), "{first}");
+    let second = requests[1]["messages"].to_string();
+    assert!(second.contains("run make check first"), "{second}");
+}

@@ -4,10 +4,16 @@
 //! input replaces the arguments), `PostToolUse` after its body (its block reason and its
 //! context reach the model with the result).
 //!
+//! At the turn's seams: `UserPromptSubmit` before a person's prompt is recorded (its context
+//! follows the prompt as a notice the model reads), and `Stop` (`SubagentStop` in a child
+//! agent) when the turn would end (a block keeps it going with the reason as a message, at
+//! most [`MAX_STOP_BLOCKS`] times in a row).
+//!
 //! A session with no hook for the event pays one synchronous lookup.
 
 use std::sync::Arc;
 
+use dsh_agent::UserMessage;
 use dsh_hooks::{
     Common, EventFields, HookEvent, HookInput, Hooks, PermissionDecision, PermissionModeName,
     claude_tool_name,
@@ -17,6 +23,13 @@ use dsh_tools::{PermissionMode, ToolOutput, Verdict as RuleSays};
 use serde_json::Value;
 
 use crate::agent::LoopAgent;
+
+/// How many times in a row `Stop` hooks may keep a turn going: a hook that always blocks
+/// must not keep the agent working for ever.
+pub(crate) const MAX_STOP_BLOCKS: u32 = 3;
+
+/// The sender of what hooks tell the model.
+const SENDER: &str = "hooks";
 
 /// What `PreToolUse` left of a call.
 pub(crate) enum PreTool {
@@ -30,6 +43,8 @@ pub(crate) enum PreTool {
 pub(crate) struct Seam {
     hooks: Arc<dyn Hooks>,
     common: Common,
+    /// The agent is a subagent: its stop is `SubagentStop`.
+    subagent: bool,
 }
 
 impl Seam {
@@ -48,6 +63,7 @@ impl Seam {
         };
         Some(Seam {
             hooks,
+            subagent: agent.session.header().parent_call.is_some(),
             common: Common {
                 session_id: agent.id.to_string(),
                 transcript_path: None,
@@ -55,6 +71,73 @@ impl Seam {
                 permission_mode,
             },
         })
+    }
+
+    /// `UserPromptSubmit` of a person's `prompt`: the notice of what its hooks add for the
+    /// model, when they add anything.
+    pub(crate) async fn prompt_submitted(
+        &self,
+        prompt: &str,
+        cancel: &CancellationToken,
+    ) -> Option<UserMessage> {
+        if !self.hooks.wants(HookEvent::UserPromptSubmit, &[]) {
+            return None;
+        }
+        let input = HookInput {
+            common: self.common.clone(),
+            fields: EventFields::UserPromptSubmit {
+                prompt: prompt.to_owned(),
+            },
+        };
+        let verdict = self.hooks.run(input, cancel.clone()).await;
+        for message in &verdict.messages {
+            tracing::warn!("{message}");
+        }
+        let mut said = verdict.context;
+        // A prompt is not taken back once sent: a block is said to the model instead.
+        said.extend(
+            verdict
+                .block
+                .map(|reason| format!("a hook of the user's objects: {reason}")),
+        );
+        (!said.is_empty()).then(|| UserMessage::plugin(SENDER, said.join("\n\n")))
+    }
+
+    /// `Stop` (or `SubagentStop`) as the turn would end; `active` when a stop hook already
+    /// kept this turn going. The message that keeps it going, when a hook blocks.
+    pub(crate) async fn stopping(
+        &self,
+        active: bool,
+        cancel: &CancellationToken,
+    ) -> Option<UserMessage> {
+        let (event, fields) = match self.subagent {
+            true => (
+                HookEvent::SubagentStop,
+                EventFields::SubagentStop {
+                    stop_hook_active: active,
+                },
+            ),
+            false => (
+                HookEvent::Stop,
+                EventFields::Stop {
+                    stop_hook_active: active,
+                },
+            ),
+        };
+        if !self.hooks.wants(event, &[]) {
+            return None;
+        }
+        let input = HookInput {
+            common: self.common.clone(),
+            fields,
+        };
+        let verdict = self.hooks.run(input, cancel.clone()).await;
+        for message in &verdict.messages {
+            tracing::warn!("{message}");
+        }
+        verdict
+            .block
+            .map(|reason| UserMessage::plugin(SENDER, reason))
     }
 
     fn wants(&self, event: HookEvent, tool: &str) -> bool {

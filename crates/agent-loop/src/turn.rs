@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use dsh_agent::record::{CompactTrigger, UserMessageRecord};
-use dsh_agent::{Failure, MessageSource, TicketSender, TurnEndReason};
+use dsh_agent::{Failure, MessageSource, TicketSender, TurnEndReason, UserMessage};
 use dsh_kernel::CancellationToken;
 use dsh_session::{StepMark, TitleRecord, TitleSource, TurnEnd, TurnStart, title_of};
 use tracing::Instrument;
@@ -56,14 +56,40 @@ pub(crate) async fn run_turn(
     }
     let mut claim = claim;
     let mut step = 0u32;
+    let seam = crate::hooks::Seam::of(agent);
+    // What a `Stop` hook keeps the turn going with, and how often it did in a row.
+    let (mut kept_going, mut stop_blocks): (Option<UserMessage>, u32) = (None, 0);
     let reason = loop {
         step += 1;
         let mark = StepMark { turn: number, step };
+        // The person's prompts of this step, and what `UserPromptSubmit` hooks add to them:
+        // asked before the step opens, so its events go in with no wait between them.
+        let mut added = Vec::new();
+        if let Some(seam) = &seam {
+            for pending in &claim {
+                if let Work::Say(message) = &pending.work
+                    && matches!(message.source, MessageSource::User)
+                    && let Some(notice) = seam.prompt_submitted(&message.text, &token).await
+                {
+                    added.push(notice);
+                }
+            }
+        }
         // The step's opening events go in with no cancellation point between them.
         writer.append(&kinds.step_start, &mark);
+        let mut said_by_hooks = false;
+        for message in kept_going.take().into_iter().chain(added) {
+            let record = UserMessageRecord {
+                turn: number,
+                step,
+                message,
+            };
+            writer.append(&kinds.user_message, &record);
+            said_by_hooks = true;
+        }
         // A compaction the user asked for runs before the step's model call; the step goes on
         // to the model only when messages came with it (a steer while it was queued).
-        let (mut asked_to_compact, mut said) = (None, false);
+        let (mut asked_to_compact, mut said) = (None, said_by_hooks);
         for pending in claim.drain(..) {
             match pending.work {
                 Work::Say(message) => {
@@ -132,6 +158,17 @@ pub(crate) async fn run_turn(
                 next_step(agent, number, step, tools_ran, &mut claim)
             }
         };
+        // `Stop` hooks may keep a completed turn going, a few times in a row at most.
+        if let (Some(TurnEndReason::Completed), Some(seam)) = (&end, &seam)
+            && stop_blocks < crate::hooks::MAX_STOP_BLOCKS
+            && step < agent.options.max_steps.get()
+            && !token.is_cancelled()
+            && let Some(message) = seam.stopping(stop_blocks > 0, &token).await
+        {
+            stop_blocks += 1;
+            kept_going = Some(message);
+            continue;
+        }
         if let Some(reason) = end {
             break reason;
         }

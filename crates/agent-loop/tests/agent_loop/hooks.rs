@@ -88,3 +88,81 @@ async fn pre_tool_use_refuses_or_rewrites_and_post_tool_use_adds_its_context() {
     assert!(asked.contains("has no one to ask"), "{asked}");
     handle.dispose().await;
 }
+
+/// Adds context to every prompt, and blocks the first stop of a turn.
+struct Turnwise;
+
+#[async_trait]
+impl Hooks for Turnwise {
+    fn wants(&self, event: HookEvent, _subjects: &[&str]) -> bool {
+        matches!(event, HookEvent::UserPromptSubmit | HookEvent::Stop)
+    }
+
+    async fn run(&self, input: HookInput, _cancel: CancellationToken) -> HookVerdict {
+        match input.fields {
+            EventFields::UserPromptSubmit { prompt } => HookVerdict {
+                context: vec![format!("the prompt was {} bytes", prompt.len())],
+                ..HookVerdict::default()
+            },
+            EventFields::Stop {
+                stop_hook_active: false,
+            } => HookVerdict {
+                block: Some("run the tests before you stop".into()),
+                ..HookVerdict::default()
+            },
+            _ => HookVerdict::default(),
+        }
+    }
+}
+
+/// Blocks every stop.
+struct Stubborn;
+
+#[async_trait]
+impl Hooks for Stubborn {
+    fn wants(&self, event: HookEvent, _subjects: &[&str]) -> bool {
+        event == HookEvent::Stop
+    }
+
+    async fn run(&self, _input: HookInput, _cancel: CancellationToken) -> HookVerdict {
+        HookVerdict {
+            block: Some("not yet".into()),
+            ..HookVerdict::default()
+        }
+    }
+}
+
+#[tokio::test]
+async fn prompt_context_reaches_the_model_and_a_stop_hook_keeps_the_turn_going_once() {
+    let model = ScriptedModel::new(vec![say("first answer"), say("tests pass")]);
+    let h = Harness::new(model.clone()).await;
+    h.runtime
+        .scope()
+        .provide::<dyn Hooks>(Arc::new(Turnwise) as Arc<dyn Hooks>)
+        .unwrap();
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    assert_eq!(agent.send(user("hello")).unwrap().await, completed(1));
+    validate_log(&agent.session().events());
+    let first = format!("{:?}", model.request(0).messages);
+    assert!(first.contains("the prompt was 5 bytes"), "{first}");
+    let second = format!("{:?}", model.request(1).messages);
+    assert!(second.contains("run the tests before you stop"), "{second}");
+    assert_eq!(model.calls(), 2);
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn a_stop_hook_that_always_blocks_keeps_a_turn_going_three_times_at_most() {
+    let model = ScriptedModel::new(vec![say("a"), say("b"), say("c"), say("d"), say("e")]);
+    let h = Harness::new(model.clone()).await;
+    h.runtime
+        .scope()
+        .provide::<dyn Hooks>(Arc::new(Stubborn) as Arc<dyn Hooks>)
+        .unwrap();
+    let handle = h.agent().await;
+    let agent = handle.agent().clone();
+    assert_eq!(agent.send(user("go")).unwrap().await, completed(1));
+    assert_eq!(model.calls(), 4, "the first answer and three more");
+    handle.dispose().await;
+}
