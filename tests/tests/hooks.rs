@@ -228,3 +228,35 @@ hooks = [{ command = '''input=$(cat); case "$input" in *'"stop_hook_active":fals
     let second = requests[1]["messages"].to_string();
     assert!(second.contains("run make check first"), "{second}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_acp_a_hook_s_ask_asks_the_editor_even_in_allow_mode() {
+    let server = MockModelServer::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": "touch asked"})),
+        MockResponse::text("done"),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    configure(
+        &sandbox,
+        r#"
+[[hooks.PreToolUse]]
+matcher = "Bash"
+hooks = [{ command = '''echo '{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"touching files needs a yes"}}' ''' }]
+"#,
+    );
+    let mut acp =
+        dsh_e2e::acp::AcpDriver::serving(&sandbox, &server.base_url(), &["--permission", "allow"]);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let (response, _) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(acp.asked.len(), 1, "the hook's ask reached the editor");
+    assert_eq!(acp.asked[0]["params"]["toolCall"]["title"], "touch asked");
+    assert!(
+        sandbox.work().join("asked").exists(),
+        "allowed once, it ran"
+    );
+    let (code, stderr) = acp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -262,6 +262,15 @@ impl OrderedPath {
             let _ = reply.send(None);
             return;
         };
+        // Announced as running (a hook of the user's asks about a call the mode would not
+        // have): the card goes back to waiting before the question names it.
+        if self.live.hold(&call.tool_call_id) {
+            let update = ToolCallUpdate::new(
+                ToolCallId::new(call.tool_call_id.as_str()),
+                ToolCallUpdateFields::new().status(ToolCallStatus::Pending),
+            );
+            self.send(vec![SessionUpdate::ToolCallUpdate(update)]).await;
+        }
         let request = permission_request(&self.session.id, &self.session.cwd, &asked, call);
         self.ask(request, reply).await;
     }

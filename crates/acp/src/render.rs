@@ -304,6 +304,18 @@ impl Renderer {
             .collect()
     }
 
+    /// Marks an announced running call as waiting for a question nobody foresaw (a hook of
+    /// the user's asks about it); true when it was running, so the client must be told.
+    pub(crate) fn hold(&mut self, tool_call_id: &str) -> bool {
+        match self.open.get_mut(tool_call_id) {
+            Some(call) if !call.pending => {
+                call.pending = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Marks an announced call as running; true when it had been announced as waiting.
     pub(crate) fn start(&mut self, tool_call_id: &str) -> bool {
         match self.open.get_mut(tool_call_id) {

@@ -257,7 +257,8 @@ impl Checker {
             .get_mut(&key)
             .unwrap_or_else(|| panic!("{id} updated before it was announced"));
         assert!(!call.1, "{id} updated after its final status");
-        call.0 = false;
+        // Back to waiting when something (a hook of the user's) asks about it after all.
+        call.0 = update["status"] == "pending";
         if matches!(update["status"].as_str(), Some("completed" | "failed")) {
             call.1 = true;
         }

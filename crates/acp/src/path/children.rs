@@ -281,7 +281,23 @@ impl OrderedPath {
             return;
         };
         let on = match (subagents, card) {
-            (true, _) => asked.session.clone(),
+            (true, _) => {
+                // Announced as running (a hook asks after all): back to waiting first.
+                let held = self
+                    .children
+                    .by_id
+                    .get_mut(&asked.session)
+                    .is_some_and(|child| child.render.hold(&call.tool_call_id));
+                if held {
+                    let update = ToolCallUpdate::new(
+                        ToolCallId::new(call.tool_call_id.as_str()),
+                        ToolCallUpdateFields::new().status(ToolCallStatus::Pending),
+                    );
+                    let updates = vec![SessionUpdate::ToolCallUpdate(update)];
+                    send_updates(&self.parts.out, &asked.session, updates).await;
+                }
+                asked.session.clone()
+            }
             (false, Some(card)) => {
                 // The client knows only the parent's session: the call is announced there,
                 // under the task's card's id, titled with the child's label.
