@@ -631,8 +631,14 @@ proptest::proptest! {
                 .filter(|(_, (_, up))| up.as_ref() == Some(&parent_id))
                 .map(|(at, _)| at)
                 .collect();
-            assert_eq!(children_at.len(), kinds.len(), "{ends:?}");
+            // A cancel may come before a sibling of the hanging child started (or before its
+            // turn opened): that call's result says so, and it has no turn to end. Every
+            // child turn that opened ended before its parent's.
+            assert!(children_at.len() <= h.children_of(&parent_id), "{ends:?}");
             assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
+            if hanging == 0 {
+                assert_eq!(children_at.len(), kinds.len(), "{ends:?}");
+            }
             parent.dispose().await;
             assert!(h.registry().list().is_empty());
         });
