@@ -260,3 +260,35 @@ hooks = [{ command = '''echo '{"hookSpecificOutput":{"permissionDecision":"ask",
     let (code, stderr) = acp.finish();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_start_hooks_say_whether_the_session_is_new_or_resumed() {
+    let (server, seen) = recording_server(|_| MockResponse::text("ok")).await;
+    let sandbox = Sandbox::new();
+    configure(
+        &sandbox,
+        r#"
+[[hooks.SessionStart]]
+hooks = [{ command = '''input=$(cat); case "$input" in *'"source":"resume"'*) echo 'resumed: read NOTES.md again';; *) echo 'new: the branch is main';; esac''' }]
+"#,
+    );
+    let first = sandbox
+        .run_against(&server.base_url(), &["--permission", "allow", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let id = sandbox.first_session_id();
+    let again = sandbox
+        .run_against(
+            &server.base_url(),
+            &["--session", &id, "--permission", "allow", "again"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    let requests = seen.lock().unwrap().clone();
+    let first = requests[0]["messages"].to_string();
+    assert!(first.contains("new: the branch is main"), "{first}");
+    let second = requests[1]["messages"].to_string();
+    assert!(second.contains("resumed: read NOTES.md again"), "{second}");
+}

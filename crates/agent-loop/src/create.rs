@@ -227,6 +227,7 @@ async fn transact(
         Origin::Resume(id) => Some(id.clone()),
     };
     let mut orphans = Vec::new();
+    let resumed = matches!(origin, Origin::Resume(_));
     let (spec, next_turn, titled, config) = match origin {
         Origin::New { id, cwd, parent } => {
             let mut spec = SessionSpec::new(cwd);
@@ -348,6 +349,15 @@ async fn transact(
     drop(plan.owner);
     agent.queue_event(AgentEvent::Created { id: id.clone() });
     agent.drain();
+    // The user's `SessionStart` hooks: what they add rides with the first step.
+    if let Some(seam) = crate::hooks::Seam::of(&agent) {
+        let source = if resumed { "resume" } else { "startup" };
+        if let Some(notice) = seam.session_started(source, &creation.cancel).await
+            && let Err(err) = dsh_agent::Agent::inject(&*agent, notice)
+        {
+            tracing::warn!(agent = %id, "the session's start hooks were not heard: {err}");
+        }
+    }
     if !orphans.is_empty()
         && let Err(err) = dsh_agent::Agent::inject(&*agent, crate::orphans::notice(&orphans))
     {

@@ -73,6 +73,30 @@ impl Seam {
         })
     }
 
+    /// `SessionStart` (`startup`, `resume` or `compact`): the notice of what its hooks add
+    /// for the model, when they add anything. A subagent's start runs none.
+    pub(crate) async fn session_started(
+        &self,
+        source: &str,
+        cancel: &CancellationToken,
+    ) -> Option<UserMessage> {
+        if self.subagent || !self.hooks.wants(HookEvent::SessionStart, &[source]) {
+            return None;
+        }
+        let input = HookInput {
+            common: self.common.clone(),
+            fields: EventFields::SessionStart {
+                source: source.to_owned(),
+            },
+        };
+        let verdict = self.hooks.run(input, cancel.clone()).await;
+        for message in &verdict.messages {
+            tracing::warn!("{message}");
+        }
+        (!verdict.context.is_empty())
+            .then(|| UserMessage::plugin(SENDER, verdict.context.join("\n\n")))
+    }
+
     /// `UserPromptSubmit` of a person's `prompt`: the notice of what its hooks add for the
     /// model, when they add anything.
     pub(crate) async fn prompt_submitted(
