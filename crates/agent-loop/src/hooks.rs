@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use dsh_agent::UserMessage;
 use dsh_hooks::{
-    Common, EventFields, HookEvent, HookInput, Hooks, PermissionDecision, PermissionModeName,
-    claude_tool_name,
+    Common, EventFields, HookEvent, HookInput, HookVerdict, Hooks, PermissionDecision,
+    PermissionModeName, claude_tool_name,
 };
 use dsh_kernel::CancellationToken;
 use dsh_tools::{PermissionMode, ToolOutput, Verdict as RuleSays};
@@ -83,16 +83,14 @@ impl Seam {
         if self.subagent || !self.hooks.wants(HookEvent::SessionStart, &[source]) {
             return None;
         }
-        let input = HookInput {
-            common: self.common.clone(),
-            fields: EventFields::SessionStart {
-                source: source.to_owned(),
-            },
-        };
-        let verdict = self.hooks.run(input, cancel.clone()).await;
-        for message in &verdict.messages {
-            tracing::warn!("{message}");
-        }
+        let verdict = self
+            .ask(
+                EventFields::SessionStart {
+                    source: source.to_owned(),
+                },
+                cancel,
+            )
+            .await;
         (!verdict.context.is_empty())
             .then(|| UserMessage::plugin(SENDER, verdict.context.join("\n\n")))
     }
@@ -107,16 +105,14 @@ impl Seam {
         if !self.hooks.wants(HookEvent::UserPromptSubmit, &[]) {
             return None;
         }
-        let input = HookInput {
-            common: self.common.clone(),
-            fields: EventFields::UserPromptSubmit {
-                prompt: prompt.to_owned(),
-            },
-        };
-        let verdict = self.hooks.run(input, cancel.clone()).await;
-        for message in &verdict.messages {
-            tracing::warn!("{message}");
-        }
+        let verdict = self
+            .ask(
+                EventFields::UserPromptSubmit {
+                    prompt: prompt.to_owned(),
+                },
+                cancel,
+            )
+            .await;
         let mut said = verdict.context;
         // A prompt is not taken back once sent: a block is said to the model instead.
         said.extend(
@@ -151,6 +147,15 @@ impl Seam {
         if !self.hooks.wants(event, &[]) {
             return None;
         }
+        let verdict = self.ask(fields, cancel).await;
+        verdict
+            .block
+            .map(|reason| UserMessage::plugin(SENDER, reason))
+    }
+
+    /// Runs the hooks of the event `fields` describe; what they said for the person is
+    /// logged.
+    async fn ask(&self, fields: EventFields, cancel: &CancellationToken) -> HookVerdict {
         let input = HookInput {
             common: self.common.clone(),
             fields,
@@ -160,8 +165,6 @@ impl Seam {
             tracing::warn!("{message}");
         }
         verdict
-            .block
-            .map(|reason| UserMessage::plugin(SENDER, reason))
     }
 
     fn wants(&self, event: HookEvent, tool: &str) -> bool {
@@ -181,18 +184,16 @@ impl Seam {
         if !self.wants(HookEvent::PreToolUse, tool) {
             return PreTool::Run { args, said };
         }
-        let input = HookInput {
-            common: self.common.clone(),
-            fields: EventFields::PreToolUse {
-                tool: tool.to_owned(),
-                arguments: args.clone(),
-                call_id: call_id.to_owned(),
-            },
-        };
-        let verdict = self.hooks.run(input, cancel.clone()).await;
-        for message in &verdict.messages {
-            tracing::warn!(tool, "{message}");
-        }
+        let verdict = self
+            .ask(
+                EventFields::PreToolUse {
+                    tool: tool.to_owned(),
+                    arguments: args.clone(),
+                    call_id: call_id.to_owned(),
+                },
+                cancel,
+            )
+            .await;
         if let Some(reason) = verdict.block {
             return PreTool::Refused(reason);
         }
@@ -230,19 +231,17 @@ impl Seam {
             "is_error": output.is_error,
             "meta": output.meta,
         });
-        let input = HookInput {
-            common: self.common.clone(),
-            fields: EventFields::PostToolUse {
-                tool: tool.to_owned(),
-                arguments: args.clone(),
-                call_id: call_id.to_owned(),
-                response,
-            },
-        };
-        let verdict = self.hooks.run(input, cancel.clone()).await;
-        for message in &verdict.messages {
-            tracing::warn!(tool, "{message}");
-        }
+        let verdict = self
+            .ask(
+                EventFields::PostToolUse {
+                    tool: tool.to_owned(),
+                    arguments: args.clone(),
+                    call_id: call_id.to_owned(),
+                    response,
+                },
+                cancel,
+            )
+            .await;
         if let Some(reason) = verdict.block {
             output
                 .content
