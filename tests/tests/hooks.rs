@@ -269,7 +269,10 @@ async fn session_start_hooks_say_whether_the_session_is_new_or_resumed() {
         &sandbox,
         r#"
 [[hooks.SessionStart]]
-hooks = [{ command = '''input=$(cat); case "$input" in *'"source":"resume"'*) echo 'resumed: read NOTES.md again';; *) echo 'new: the branch is main';; esac''' }]
+hooks = [
+  { command = '''input=$(cat); case "$input" in *'"source":"resume"'*) echo 'resumed: read NOTES.md again';; *) echo 'new: the branch is main';; esac''' },
+  { command = '''input=$(cat); case "$input" in *'"transcript_path":"/'*'.jsonl"'*) echo 'the log is on disk';; esac''' },
+]
 "#,
     );
     let first = sandbox
@@ -289,6 +292,10 @@ hooks = [{ command = '''input=$(cat); case "$input" in *'"source":"resume"'*) ec
     let requests = seen.lock().unwrap().clone();
     let first = requests[0]["messages"].to_string();
     assert!(first.contains("new: the branch is main"), "{first}");
+    assert!(
+        first.contains("the log is on disk"),
+        "transcript_path names the log: {first}"
+    );
     let second = requests[1]["messages"].to_string();
     assert!(second.contains("resumed: read NOTES.md again"), "{second}");
 }

@@ -58,6 +58,9 @@ pub(crate) struct LoopAgent {
     /// The system message of every request, settled before the first turn of this agent's
     /// life (`None` inside: there is none).
     pub(crate) system: OnceLock<Option<Arc<str>>>,
+    /// Where the session's log is, for a provider that stores it in a file (hooks read it as
+    /// `transcript_path`); set once the session is published.
+    pub(crate) transcript: OnceLock<PathBuf>,
     /// `(generation, idle)`: a waking verb starts a new generation; the driver's watcher marks
     /// its generation idle once the driver task is gone.
     pub(crate) quiet: watch::Sender<(u64, bool)>,
@@ -218,6 +221,7 @@ impl LoopAgent {
             titled: AtomicBool::new(parts.titled),
             config: Mutex::new(parts.config),
             system: OnceLock::new(),
+            transcript: OnceLock::new(),
             quiet: watch::Sender::new((0, true)),
             outbox: Mutex::new(VecDeque::new()),
             draining: AtomicBool::new(false),

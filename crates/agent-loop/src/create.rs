@@ -250,7 +250,9 @@ async fn transact(
             (spec, 1, false, SessionConfig::default())
         }
         Origin::Resume(id) => {
-            let persistence = persistence.ok_or(AgentError::PersistenceUnavailable)?;
+            let persistence = persistence
+                .clone()
+                .ok_or(AgentError::PersistenceUnavailable)?;
             let loaded = match persistence.load(&id, store.vocabulary()).await {
                 Ok(loaded) => loaded,
                 Err(PersistenceError::NotFound { .. }) => return Err(AgentError::NotFound { id }),
@@ -349,7 +351,15 @@ async fn transact(
     drop(plan.owner);
     agent.queue_event(AgentEvent::Created { id: id.clone() });
     agent.drain();
-    // The user's `SessionStart` hooks: what they add rides with the first step.
+    // The user's `SessionStart` hooks: what they add rides with the first step. They, and
+    // every later hook, read where the log is.
+    if let Some(persistence) = &persistence
+        && agent.shared.plugin.get::<dyn dsh_hooks::Hooks>().is_some()
+        && let Ok(Some(location)) = persistence.locate(&id).await
+        && let Some(path) = location.path
+    {
+        let _ = agent.transcript.set(path);
+    }
     if let Some(seam) = crate::hooks::Seam::of(&agent) {
         let source = if resumed { "resume" } else { "startup" };
         if let Some(notice) = seam.session_started(source, &creation.cancel).await

@@ -66,7 +66,7 @@ impl Seam {
             subagent: agent.session.header().parent_call.is_some(),
             common: Common {
                 session_id: agent.id.to_string(),
-                transcript_path: None,
+                transcript_path: agent.transcript.get().cloned(),
                 cwd: agent.roots().cwd().to_path_buf(),
                 permission_mode,
             },
