@@ -43,6 +43,16 @@ hooks = [{ command = '''echo '{"hookSpecificOutput":{"additionalContext":"the au
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(sandbox.work().join("junk").exists(), "the guard kept it");
+    // Each run is one line of the transcript, and a record of the log.
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("hook PreToolUse · input=$(cat)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" · blocked · "), "{stderr}");
+    assert!(stderr.contains("hook PostToolUse · echo"), "{stderr}");
+    let log = std::fs::read_to_string(&sandbox.logs()[0]).unwrap();
+    assert!(log.contains("\"type\":\"hook/ran\""), "{log}");
     let results = tool_results(seen.lock().unwrap().last().unwrap());
     assert!(
         results[0].contains("refused this call: no rm -rf in this project"),

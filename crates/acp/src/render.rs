@@ -405,7 +405,9 @@ impl Renderer {
                 Shown::TurnStarted { .. }
                 | Shown::StepStarted { .. }
                 | Shown::ModelProgress(_)
-                | Shown::Subagent(_) => {}
+                | Shown::Subagent(_)
+                // An editor has the agent's log for these; the card shows what a hook decided.
+                | Shown::HookRan(_) => {}
             }
         }
         out

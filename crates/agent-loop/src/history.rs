@@ -144,6 +144,7 @@ impl Projection {
             | Record::Plan(_)
             | Record::PermissionRule(_)
             | Record::Subagent(_)
+            | Record::HookRan(_)
             | Record::Other => {}
         }
     }

@@ -14,11 +14,13 @@
 use std::sync::Arc;
 
 use dsh_agent::UserMessage;
+use dsh_agent::record::HookRanRecord;
 use dsh_hooks::{
     Common, EventFields, HookEvent, HookInput, HookVerdict, Hooks, PermissionDecision,
     PermissionModeName, claude_tool_name,
 };
 use dsh_kernel::CancellationToken;
+use dsh_session::{EventType, Session};
 use dsh_tools::{PermissionMode, ToolOutput, Verdict as RuleSays};
 use serde_json::Value;
 
@@ -43,6 +45,10 @@ pub(crate) enum PreTool {
 pub(crate) struct Seam {
     hooks: Arc<dyn Hooks>,
     common: Common,
+    /// Where each run is recorded (`hook/ran`), and the turn it ran in.
+    session: Session,
+    kind: EventType,
+    turn: Option<u32>,
     /// The agent is a subagent: its stop is `SubagentStop`.
     subagent: bool,
 }
@@ -61,8 +67,12 @@ impl Seam {
             PermissionMode::AcceptEdits => PermissionModeName::AcceptEdits,
             PermissionMode::Allow => PermissionModeName::BypassPermissions,
         };
+        let turn = agent.state.lock().turn.as_ref().map(|t| t.number);
         Some(Seam {
             hooks,
+            session: agent.session.clone(),
+            kind: agent.shared.kinds.hook_ran.clone(),
+            turn,
             subagent: agent.session.header().parent_call.is_some(),
             common: Common {
                 session_id: agent.id.to_string(),
@@ -160,9 +170,23 @@ impl Seam {
             common: self.common.clone(),
             fields,
         };
+        let event = input.event();
         let verdict = self.hooks.run(input, cancel.clone()).await;
         for message in &verdict.messages {
             tracing::warn!("{message}");
+        }
+        for run in &verdict.runs {
+            let record = HookRanRecord {
+                turn: self.turn,
+                event: event.as_str().to_owned(),
+                command: run.command.clone(),
+                exit_code: run.exit_code,
+                elapsed_ms: run.elapsed_ms,
+                decision: run.decision.clone(),
+            };
+            if let Err(err) = self.session.append(&self.kind, &record) {
+                tracing::debug!("hook/ran not recorded: {err}");
+            }
         }
         verdict
     }

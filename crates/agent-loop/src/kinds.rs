@@ -21,6 +21,7 @@ pub(crate) struct Kinds {
     pub(crate) config: EventType,
     pub(crate) plan: EventType,
     pub(crate) permission_rule: EventType,
+    pub(crate) hook_ran: EventType,
 }
 
 impl Kinds {
@@ -44,6 +45,7 @@ impl Kinds {
             config: EventType::new(dsh_agent::CONFIG_CHANGED)?,
             plan: EventType::new(dsh_agent::record::PLAN_UPDATED)?,
             permission_rule: EventType::new(dsh_agent::record::PERMISSION_RULE)?,
+            hook_ran: EventType::new(dsh_agent::record::HOOK_RAN)?,
         })
     }
 }

@@ -97,6 +97,7 @@ impl Plugin for AgentLoopPlugin {
             &kinds.config,
             &kinds.plan,
             &kinds.permission_rule,
+            &kinds.hook_ran,
         ] {
             store.vocabulary().register(kind, EventClass::Ignorable)?;
         }

@@ -274,6 +274,28 @@ pub enum SubagentPhase {
     },
 }
 
+/// The kind of [`HookRanRecord`]. Ignorable: an older dsh loads the log without it.
+pub const HOOK_RAN: &str = "hook/ran";
+
+/// `hook/ran`: one of the user's hook commands ran at one of the agent's seams.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookRanRecord {
+    /// The turn it ran in, when it ran in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// The event (`PreToolUse` …).
+    pub event: String,
+    /// The command, as configured.
+    pub command: String,
+    /// Its exit code, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// How long it ran, in milliseconds.
+    pub elapsed_ms: u64,
+    /// What it decided: `blocked`, `denied`, `asked`, `allowed`, `failed` or `ok`.
+    pub decision: String,
+}
+
 /// The kind of [`ToolProgressRecord`], an ephemeral notice (never in the log).
 pub const TOOL_PROGRESS: &str = "tool/progress";
 
@@ -368,6 +390,8 @@ pub enum Record {
     PermissionRule(PermissionRuleRecord),
     /// `agent/subagent`.
     Subagent(SubagentRecord),
+    /// `hook/ran`.
+    HookRan(HookRanRecord),
     /// A kind outside this vocabulary (a plugin's, or an ignorable one of a newer dsh): its
     /// payload stays opaque.
     Other,
@@ -409,6 +433,7 @@ impl Record {
             PLAN_UPDATED => serde_json::from_str(data).map(Record::Plan),
             PERMISSION_RULE => serde_json::from_str(data).map(Record::PermissionRule),
             AGENT_SUBAGENT => serde_json::from_str(data).map(Record::Subagent),
+            HOOK_RAN => serde_json::from_str(data).map(Record::HookRan),
             _ => Ok(Record::Other),
         };
         parsed.map_err(|source| RecordError {
@@ -434,6 +459,7 @@ impl Record {
             | Record::Plan(PlanRecord { turn, .. })
             | Record::PermissionRule(PermissionRuleRecord { turn, .. })
             | Record::Subagent(SubagentRecord { turn, .. }) => Some(*turn),
+            Record::HookRan(HookRanRecord { turn, .. }) => *turn,
             Record::Instructions(_)
             | Record::Title(_)
             | Record::ConfigChanged(_)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use dsh_hooks::{HandlerAnswer, HandlerRun, HookEvent, HookInput, HookVerdict, Hooks};
+use dsh_hooks::{HandlerAnswer, HandlerRun, HookEvent, HookInput, HookRun, HookVerdict, Hooks};
 use dsh_kernel::CancellationToken;
 use dsh_shell::{EndCause, SandboxPolicy, ShellExecSpec, ShellExecutor};
 
@@ -92,6 +92,7 @@ impl CommandHooks {
             env,
             sandbox: self.policy(handler, dir.path(), cwd),
         };
+        let started = std::time::Instant::now();
         let ran = tokio::select! {
             biased;
             () = cancel.cancelled() => {
@@ -100,6 +101,7 @@ impl CommandHooks {
             }
             ran = self.executor.run(spec) => ran,
         };
+        run.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match ran {
             Ok(out) => {
                 run.exit_code = out.exit.code;
@@ -167,10 +169,27 @@ impl Hooks for CommandHooks {
             self.run_one(handler, event, stdin.clone(), &input.common.cwd, &cancel)
         }))
         .await;
-        let answers = runs.iter().zip(&handlers).map(|(run, handler)| {
-            tracing::debug!(event = %event, command = %run.command, exit = ?run.exit_code, stdout = %run.stdout, "a hook answered");
-            HandlerAnswer::read(event, run, handler.on_error)
-        });
-        HookVerdict::fold(answers.collect::<Vec<_>>())
+        let answers: Vec<HandlerAnswer> = runs
+            .iter()
+            .zip(&handlers)
+            .map(|(run, handler)| {
+                tracing::debug!(event = %event, command = %run.command, exit = ?run.exit_code, stdout = %run.stdout, "a hook answered");
+                HandlerAnswer::read(event, run, handler.on_error)
+            })
+            .collect();
+        let reports = runs
+            .iter()
+            .zip(&answers)
+            .map(|(run, answer)| HookRun {
+                command: run.command.clone(),
+                exit_code: run.exit_code,
+                elapsed_ms: run.elapsed_ms,
+                decision: answer.decision().to_owned(),
+            })
+            .collect();
+        HookVerdict {
+            runs: reports,
+            ..HookVerdict::fold(answers)
+        }
     }
 }

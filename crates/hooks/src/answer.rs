@@ -37,6 +37,8 @@ pub struct HandlerRun {
     pub stdout: String,
     /// What it wrote to stderr (lossily decoded).
     pub stderr: String,
+    /// How long it ran, in milliseconds.
+    pub elapsed_ms: u64,
 }
 
 /// A permission decision for a tool call.
@@ -70,6 +72,19 @@ pub struct HandlerAnswer {
 }
 
 impl HandlerAnswer {
+    /// What it decided, in a word: `blocked`, `denied`, `asked`, `allowed`, `failed` (a
+    /// failure that let the event go on), or `ok`.
+    pub fn decision(&self) -> &'static str {
+        match (&self.block, &self.permission, &self.error) {
+            (Some(_), _, _) => "blocked",
+            (None, Some((PermissionDecision::Deny, _)), _) => "denied",
+            (None, Some((PermissionDecision::Ask, _)), _) => "asked",
+            (None, Some((PermissionDecision::Allow, _)), _) => "allowed",
+            (None, None, Some(_)) => "failed",
+            (None, None, None) => "ok",
+        }
+    }
+
     /// The answer of `run`, a handler of `event`.
     pub fn read(event: HookEvent, run: &HandlerRun, on_error: OnError) -> HandlerAnswer {
         let failure = match (&run.not_started, run.timed_out, run.exit_code) {

@@ -37,4 +37,4 @@ pub use hooks::{Hooks, NoHooks};
 pub use input::{Common, EventFields, HookInput, PermissionModeName};
 pub use matcher::{BadMatcher, Matcher};
 pub use tools::{claude_tool_input, claude_tool_name};
-pub use verdict::HookVerdict;
+pub use verdict::{HookRun, HookVerdict};

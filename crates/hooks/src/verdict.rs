@@ -4,9 +4,24 @@ use serde_json::Value;
 
 use crate::answer::{HandlerAnswer, PermissionDecision};
 
+/// One handler's run, as the log records it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HookRun {
+    /// Its command.
+    pub command: String,
+    /// Its exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// How long it ran, in milliseconds.
+    pub elapsed_ms: u64,
+    /// What it decided ([`HandlerAnswer::decision`]).
+    pub decision: String,
+}
+
 /// What an event's hooks decided together.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HookVerdict {
+    /// Each handler's run, in configuration order (empty when the provider keeps none).
+    pub runs: Vec<HookRun>,
     /// Blocked, with every blocking handler's reason (one a line).
     pub block: Option<String>,
     /// The strictest decision on a tool call (deny beats ask beats allow), with its reason.

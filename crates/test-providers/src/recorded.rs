@@ -135,6 +135,7 @@ pub fn script_from_log(name: &str, events: &[Arc<SessionEvent>]) -> ReplayScript
             | Record::Plan(_)
             | Record::PermissionRule(_)
             | Record::Subagent(_)
+            | Record::HookRan(_)
             | Record::Other => {}
         }
     }

@@ -196,6 +196,7 @@ fn doing(shown: &Shown) -> Option<String> {
         | Shown::Compacted(_)
         | Shown::Warnings(_)
         | Shown::Subagent(_)
+        | Shown::HookRan(_)
         | Shown::TurnEnded { .. } => None,
     }
 }

@@ -243,6 +243,10 @@ impl Transcript {
                         .push(Line::styled(line, self.palette.fg(colour)));
                 }
             }
+            Shown::HookRan(ran) => {
+                let line = dsh_view::hook_line(&ran);
+                self.finished.push(Line::styled(line, self.palette.dim()));
+            }
             Shown::TurnStarted { .. }
             | Shown::StepStarted { .. }
             | Shown::Title(_)

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use dsh_agent::MessageSource;
 use dsh_agent::record::{
-    CompactTrigger, CompactingRecord, ContextUsage, ModelProgressRecord, PlanEntry,
+    CompactTrigger, CompactingRecord, ContextUsage, HookRanRecord, ModelProgressRecord, PlanEntry,
 };
 use dsh_llm::Usage;
 use dsh_session::{SessionId, TurnEndReason};
@@ -87,6 +87,8 @@ pub enum Shown {
     /// A child agent started by a call of a followed session: the event is in the child's
     /// name, and every later event in that name is the child's work, to show under the card.
     Subagent(Subagent),
+    /// One of the user's hooks ran (its texts safe).
+    HookRan(HookRanRecord),
     /// A turn ended; every card of it was closed before.
     TurnEnded {
         /// The turn.

@@ -34,7 +34,7 @@ mod tally;
 pub use card::{Card, CardEnd, Closed, Look};
 pub use event::{Answer, Compaction, Shown, Subagent, ViewEvent};
 pub use family::Family;
-pub use line::child_line;
+pub use line::{child_line, hook_line};
 pub use project::Projector;
 pub use tally::Tally;
 

@@ -51,8 +51,20 @@ pub fn child_line(shown: &Shown) -> Option<String> {
         | Shown::Compacted(_)
         | Shown::ModelProgress(_)
         | Shown::Warnings(_)
-        | Shown::Subagent(_) => None,
+        | Shown::Subagent(_)
+        | Shown::HookRan(_) => None,
     }
+}
+
+/// The line of one of the user's hook runs: `hook PreToolUse · guard.sh · blocked · 12 ms`.
+pub fn hook_line(ran: &dsh_agent::record::HookRanRecord) -> String {
+    format!(
+        "hook {} · {} · {} · {} ms",
+        ran.event,
+        first_line(&ran.command),
+        ran.decision,
+        ran.elapsed_ms
+    )
 }
 
 /// How a child's turn ended, in a word or two.

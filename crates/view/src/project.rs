@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use dsh_agent::record::CONTEXT_COMPACTED;
 use dsh_agent::record::{
-    AssistantMessageRecord, Chunk, CompactedRecord, CompactingRecord, ContextUsage,
+    AssistantMessageRecord, Chunk, CompactedRecord, CompactingRecord, ContextUsage, HookRanRecord,
     InstructionsRecord, ModelProgressRecord, PlanEntry, Record, ToolCallRecord, ToolProgressRecord,
     ToolResultRecord,
 };
@@ -293,6 +293,12 @@ impl Projector {
             | Record::PermissionRule(_)
             | Record::Subagent(_)
             | Record::Other => {}
+            Record::HookRan(ran) => out.push(Shown::HookRan(HookRanRecord {
+                event: SafeText::plain(&ran.event),
+                command: SafeText::plain(&ran.command),
+                decision: SafeText::plain(&ran.decision),
+                ..ran
+            })),
         }
     }
 

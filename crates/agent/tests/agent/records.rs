@@ -117,6 +117,7 @@ fn every_record_re_encodes_to_what_it_was_read_from() {
             Record::Plan(r) => serde_json::to_string(&r),
             Record::PermissionRule(r) => serde_json::to_string(&r),
             Record::Subagent(r) => serde_json::to_string(&r),
+            Record::HookRan(r) => serde_json::to_string(&r),
             Record::Other => continue,
         }
         .unwrap();

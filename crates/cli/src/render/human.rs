@@ -199,6 +199,15 @@ impl Human {
                 said.push(Said::Out(turn_end_line(&reason)));
                 self.at_line_start = true;
             }
+            // One dim line a run of the user's hooks.
+            Shown::HookRan(ran) => {
+                self.end_reasoning(said);
+                let line = dsh_view::hook_line(&ran);
+                said.push(Said::Side(match self.color {
+                    true => format!("\x1b[2m{line}\x1b[0m\n"),
+                    false => format!("{line}\n"),
+                }));
+            }
             Shown::StepStarted { .. }
             | Shown::Prompt { .. }
             | Shown::Warnings(_)

@@ -11,6 +11,9 @@ pub fn lines(shown: &Shown, mut emit: impl FnMut(Line<'_>)) {
         Shown::TurnStarted { turn } => emit(Line::TurnStart { turn: *turn }),
         // The renderer says it, with what only it knows.
         Shown::Subagent(_) => {}
+        // The log keeps every hook run (`dsh sessions show --json`); the lines carry what the
+        // hooks decided, in the results and messages they changed.
+        Shown::HookRan(_) => {}
         Shown::Reasoning(text) => emit(Line::Reasoning { text }),
         Shown::Text(text) => emit(Line::Text { text }),
         Shown::Answered(answer) => {
