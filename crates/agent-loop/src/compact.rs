@@ -107,8 +107,34 @@ pub(crate) async fn compact(
         }
     };
     tell(CompactingState::Started);
-    let outcome =
-        summarise_and_record(writer, mark, token, trigger, (history, since, through_seq)).await;
+    // The user's hooks: `PreCompact` may ask the summary to keep something, and
+    // `SessionStart` (`compact`) speaks to the model that goes on from the summary.
+    let seam = crate::hooks::Seam::of(agent);
+    let keep = match &seam {
+        Some(seam) => {
+            let trigger = match trigger {
+                CompactTrigger::Manual => "manual",
+                CompactTrigger::Auto | CompactTrigger::Overflow => "auto",
+            };
+            seam.compacting(trigger, token).await
+        }
+        None => Vec::new(),
+    };
+    let outcome = summarise_and_record(
+        writer,
+        mark,
+        token,
+        trigger,
+        (history, since, through_seq),
+        &keep,
+    )
+    .await;
+    if let (Outcome::Compacted, Some(seam)) = (&outcome, &seam)
+        && let Some(notice) = seam.session_started("compact", token).await
+        && let Err(err) = dsh_agent::Agent::inject(agent, notice)
+    {
+        tracing::warn!(agent = %agent.id, "the start hooks after a compaction were not heard: {err}");
+    }
     match &outcome {
         Outcome::Compacted => {}
         Outcome::Cancelled => tell(CompactingState::Cancelled),
@@ -126,6 +152,7 @@ async fn summarise_and_record(
     token: &CancellationToken,
     trigger: CompactTrigger,
     (history, since, through_seq): (Vec<Message>, Since, u64),
+    keep: &[String],
 ) -> Outcome {
     let agent = writer.agent;
     let model = match agent.scope.require::<dyn Model>() {
@@ -150,7 +177,12 @@ async fn summarise_and_record(
         });
     }
     messages.extend(history);
-    let ask = question(&files_read, &files_modified);
+    let mut ask = question(&files_read, &files_modified);
+    // What the user's `PreCompact` hooks ask the summary to keep.
+    for also in keep {
+        ask.push_str("\n\nAlso keep this, which the user's tooling asks for: ");
+        ask.push_str(also);
+    }
     // Appended to a last user message rather than after it: some servers refuse two in a row.
     match messages.last_mut() {
         Some(Message::User { content }) => {

@@ -105,6 +105,23 @@ impl Seam {
             .then(|| UserMessage::plugin(SENDER, verdict.context.join("\n\n")))
     }
 
+    /// `PreCompact` (`manual`, or `auto` for a compaction the window needed): what its hooks
+    /// ask the summary to keep. Nothing blocks a compaction.
+    pub(crate) async fn compacting(
+        &self,
+        trigger: &str,
+        cancel: &CancellationToken,
+    ) -> Vec<String> {
+        if !self.hooks.wants(HookEvent::PreCompact, &[trigger]) {
+            return Vec::new();
+        }
+        let fields = EventFields::PreCompact {
+            trigger: trigger.to_owned(),
+            custom_instructions: String::new(),
+        };
+        self.ask(fields, cancel).await.context
+    }
+
     /// `UserPromptSubmit` of a person's `prompt`: the notice of what its hooks add for the
     /// model, when they add anything.
     pub(crate) async fn prompt_submitted(

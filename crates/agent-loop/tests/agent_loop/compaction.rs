@@ -535,3 +535,66 @@ async fn after_a_failed_summary_the_next_is_asked_only_once_the_context_grew() {
     assert_eq!(compactions(&agent).len(), 1);
     handle.dispose().await;
 }
+
+/// Hooks at a compaction: `PreCompact` asks the summary to keep something, `SessionStart`
+/// (`compact`) speaks to the model that goes on from it.
+struct AtCompaction;
+
+#[async_trait::async_trait]
+impl dsh_hooks::Hooks for AtCompaction {
+    fn wants(&self, event: dsh_hooks::HookEvent, subjects: &[&str]) -> bool {
+        match event {
+            dsh_hooks::HookEvent::PreCompact => subjects == ["manual"],
+            dsh_hooks::HookEvent::SessionStart => subjects == ["compact"],
+            _ => false,
+        }
+    }
+
+    async fn run(
+        &self,
+        input: dsh_hooks::HookInput,
+        _cancel: dsh_kernel::CancellationToken,
+    ) -> dsh_hooks::HookVerdict {
+        let context = match input.fields {
+            dsh_hooks::EventFields::PreCompact { .. } => "the ticket is DSH-42",
+            _ => "after the summary, read NOTES.md again",
+        };
+        dsh_hooks::HookVerdict {
+            context: vec![context.into()],
+            ..dsh_hooks::HookVerdict::default()
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_add_to_the_summary_request_and_speak_after_a_compaction() {
+    let (h, handle, agent) = one_turn(
+        vec![
+            reading_at(100),
+            say("first answer"),
+            say("Goal: the test."),
+            say("next answer"),
+        ],
+        small_window(),
+    )
+    .await;
+    h.runtime
+        .scope()
+        .provide::<dyn dsh_hooks::Hooks>(
+            std::sync::Arc::new(AtCompaction) as std::sync::Arc<dyn dsh_hooks::Hooks>
+        )
+        .unwrap();
+    assert_eq!(
+        agent.compact(dsh_agent::MessageId::mint()).unwrap().await,
+        completed(2)
+    );
+    let summary = format!("{:?}", h.model.request(2).messages);
+    assert!(summary.contains("the ticket is DSH-42"), "{summary}");
+    assert_eq!(agent.send(user("and now?")).unwrap().await, completed(3));
+    let next = format!("{:?}", h.model.request(3).messages);
+    assert!(
+        next.contains("after the summary, read NOTES.md again"),
+        "{next}"
+    );
+    handle.dispose().await;
+}
