@@ -90,6 +90,13 @@ async fn a_guard_that_crashes_blocks_only_when_it_fails_closed() {
             runs,
             "on_error = {on_error}"
         );
+        // The person is told why, in the run's line.
+        let stderr = text(&out.stderr);
+        let decided = if runs { "failed" } else { "blocked" };
+        assert!(
+            stderr.contains(&format!("· {decided} · ")) && stderr.contains("exited 127"),
+            "{stderr}"
+        );
     }
 }
 

@@ -200,6 +200,7 @@ impl Seam {
                 exit_code: run.exit_code,
                 elapsed_ms: run.elapsed_ms,
                 decision: run.decision.clone(),
+                error: run.error.clone(),
             };
             if let Err(err) = self.session.append(&self.kind, &record) {
                 tracing::debug!("hook/ran not recorded: {err}");

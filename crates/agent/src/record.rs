@@ -294,6 +294,9 @@ pub struct HookRanRecord {
     pub elapsed_ms: u64,
     /// What it decided: `blocked`, `denied`, `asked`, `allowed`, `failed` or `ok`.
     pub decision: String,
+    /// Its failure in words (`the hook `x` exited 1: …`), when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The kind of [`ToolProgressRecord`], an ephemeral notice (never in the log).

@@ -185,6 +185,7 @@ impl Hooks for CommandHooks {
                 exit_code: run.exit_code,
                 elapsed_ms: run.elapsed_ms,
                 decision: answer.decision().to_owned(),
+                error: answer.error.clone(),
             })
             .collect();
         HookVerdict {

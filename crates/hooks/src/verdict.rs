@@ -15,6 +15,8 @@ pub struct HookRun {
     pub elapsed_ms: u64,
     /// What it decided ([`HandlerAnswer::decision`]).
     pub decision: String,
+    /// Its failure in words, for the person, when it failed.
+    pub error: Option<String>,
 }
 
 /// What an event's hooks decided together.

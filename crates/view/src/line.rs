@@ -57,14 +57,21 @@ pub fn child_line(shown: &Shown) -> Option<String> {
 }
 
 /// The line of one of the user's hook runs: `hook PreToolUse · guard.sh · blocked · 12 ms`.
+/// A failed run says why: `hook Stop · make check · failed · 40 ms: the hook `make check`
+/// exited 2: …`.
 pub fn hook_line(ran: &dsh_agent::record::HookRanRecord) -> String {
-    format!(
+    let mut line = format!(
         "hook {} · {} · {} · {} ms",
         ran.event,
         first_line(&ran.command),
         ran.decision,
         ran.elapsed_ms
-    )
+    );
+    if let Some(error) = &ran.error {
+        line.push_str(": ");
+        line.push_str(&first_line(error));
+    }
+    line
 }
 
 /// How a child's turn ended, in a word or two.

@@ -297,6 +297,7 @@ impl Projector {
                 event: SafeText::plain(&ran.event),
                 command: SafeText::plain(&ran.command),
                 decision: SafeText::plain(&ran.decision),
+                error: ran.error.as_deref().map(SafeText::plain),
                 ..ran
             })),
         }
