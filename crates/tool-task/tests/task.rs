@@ -314,6 +314,21 @@ impl Harness {
         (parent, results)
     }
 
+    /// How many child turns of `parent` ended; panics unless each ended before the
+    /// parent's own `turn/end`.
+    fn child_ends_before(&self, parent: &SessionId) -> usize {
+        let ends = self.ends.lock().unwrap().clone();
+        let parent_at = ends.iter().position(|(id, _)| id == parent).unwrap();
+        let children_at: Vec<usize> = ends
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, up))| up.as_ref() == Some(parent))
+            .map(|(at, _)| at)
+            .collect();
+        assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
+        children_at.len()
+    }
+
     /// The sessions the store holds whose header names `parent`.
     fn children_of(&self, parent: &dsh_session::SessionId) -> usize {
         self.events
@@ -449,16 +464,7 @@ async fn cancelling_the_parent_cancels_each_running_child_with_cause_parent_firs
         let results = h.results(&parent.agent().session().events());
         assert_eq!(results.len(), children, "each call has its result");
         // Each child's `turn/end` was appended before the parent's.
-        let ends = h.ends.lock().unwrap().clone();
-        let parent_at = ends.iter().position(|(id, _)| *id == parent_id).unwrap();
-        let children_at: Vec<usize> = ends
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, up))| up.as_ref() == Some(&parent_id))
-            .map(|(at, _)| at)
-            .collect();
-        assert_eq!(children_at.len(), children, "{ends:?}");
-        assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
+        assert_eq!(h.child_ends_before(&parent_id), children);
         parent.dispose().await;
     }
 }
@@ -476,16 +482,7 @@ async fn disposing_the_parent_ends_its_running_children_first() {
     parent.dispose().await;
     // Nothing of the family is left, and each child's turn ended before its parent's.
     assert!(h.registry().list().is_empty());
-    let ends = h.ends.lock().unwrap().clone();
-    let parent_at = ends.iter().position(|(id, _)| *id == parent_id).unwrap();
-    let children_at: Vec<usize> = ends
-        .iter()
-        .enumerate()
-        .filter(|(_, (_, up))| up.as_ref() == Some(&parent_id))
-        .map(|(at, _)| at)
-        .collect();
-    assert_eq!(children_at.len(), 2, "{ends:?}");
-    assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
+    assert_eq!(h.child_ends_before(&parent_id), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -541,13 +538,7 @@ async fn a_child_s_stubborn_tool_is_aborted_before_the_parent_s_turn_ends() {
     assert!(parent.agent().cancel(CancelCause::User));
     ticket.await;
     let parent_id = parent.agent().id().clone();
-    let ends = h.ends.lock().unwrap().clone();
-    let parent_at = ends.iter().position(|(id, _)| *id == parent_id).unwrap();
-    let child_at = ends
-        .iter()
-        .position(|(_, up)| up.as_ref() == Some(&parent_id))
-        .unwrap();
-    assert!(child_at < parent_at, "{ends:?}");
+    assert_eq!(h.child_ends_before(&parent_id), 1);
     let results = h.results(&parent.agent().session().events());
     let said = results[0]["content"].as_str().unwrap();
     assert!(said.contains("cancelled (with its parent)"), "{said}");
@@ -623,21 +614,13 @@ proptest::proptest! {
             ticket.await;
             let results = h.results(&parent.agent().session().events());
             assert_eq!(results.len(), kinds.len(), "each call has its result");
-            let ends = h.ends.lock().unwrap().clone();
-            let parent_at = ends.iter().position(|(id, _)| *id == parent_id).unwrap();
-            let children_at: Vec<usize> = ends
-                .iter()
-                .enumerate()
-                .filter(|(_, (_, up))| up.as_ref() == Some(&parent_id))
-                .map(|(at, _)| at)
-                .collect();
             // A cancel may come before a sibling of the hanging child started (or before its
             // turn opened): that call's result says so, and it has no turn to end. Every
             // child turn that opened ended before its parent's.
-            assert!(children_at.len() <= h.children_of(&parent_id), "{ends:?}");
-            assert!(children_at.iter().all(|at| *at < parent_at), "{ends:?}");
+            let ended = h.child_ends_before(&parent_id);
+            assert!(ended <= h.children_of(&parent_id));
             if hanging == 0 {
-                assert_eq!(children_at.len(), kinds.len(), "{ends:?}");
+                assert_eq!(ended, kinds.len());
             }
             parent.dispose().await;
             assert!(h.registry().list().is_empty());
