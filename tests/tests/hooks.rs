@@ -316,3 +316,22 @@ hooks = [
     let second = requests[1]["messages"].to_string();
     assert!(second.contains("resumed: read NOTES.md again"), "{second}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_hook_file_that_does_not_read_runs_nothing_and_says_why() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.work().join(".dsh")).unwrap();
+    std::fs::write(
+        sandbox.work().join(".dsh/hooks.toml"),
+        "[[PreToolUze]]\nhooks = []\n",
+    )
+    .unwrap();
+    let out = run_one_command(&sandbox, "touch made").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(sandbox.work().join("made").exists());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("the project's hooks do not run") && stderr.contains("`PreToolUze`"),
+        "{stderr}"
+    );
+}

@@ -52,7 +52,16 @@ pub fn session_hooks(
 ) -> Result<(HookConfig, Vec<String>), Failure> {
     let (mut config, claude) = user_hooks(settings)?;
     let mut notices = Vec::new();
-    for file in project_files(settings, cwd, claude)? {
+    // A project's file is not the user's to fix before they can work: one that does not read
+    // runs nothing, and the start says why.
+    let files = project_files(settings, cwd, claude).unwrap_or_else(|failure| {
+        notices.push(format!(
+            "the project's hooks do not run: {}",
+            failure.message
+        ));
+        Vec::new()
+    });
+    for file in files {
         notices.extend(file.warnings.iter().cloned());
         if file.trusted {
             config.extend(file.config);
