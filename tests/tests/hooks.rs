@@ -335,3 +335,222 @@ async fn a_project_hook_file_that_does_not_read_runs_nothing_and_says_why() {
         "{stderr}"
     );
 }
+
+/// A project whose `.dsh/hooks.toml` adds context at the session's start and at each prompt.
+fn project_with_context_hooks(sandbox: &Sandbox) {
+    std::fs::create_dir_all(sandbox.work().join(".dsh")).unwrap();
+    std::fs::write(
+        sandbox.work().join(".dsh/hooks.toml"),
+        "[[SessionStart]]\nhooks = [{ command = \"echo 'the project says: started'\" }]\n\
+         [[UserPromptSubmit]]\nhooks = [{ command = \"echo 'the project says: prompted'\" }]\n",
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_the_start_asks_to_trust_the_project_s_hooks() {
+    let (server, seen) = recording_server(|_| MockResponse::text("ok")).await;
+    let sandbox = Sandbox::new();
+    project_with_context_hooks(&sandbox);
+    let base_url = server.base_url();
+    let args = [
+        "--base-url",
+        &base_url,
+        "--model",
+        "m",
+        "run",
+        "--permission",
+        "allow",
+        "hello",
+    ];
+    let env = [("TERM", "dumb"), ("DSH_API_KEY_ENV", "")];
+    // Declined: the session runs without them.
+    let mut term = dsh_e2e::pty::Terminal::run_with(&sandbox, &args, &env);
+    term.expect("echo 'the project says: prompted'");
+    term.expect("trust this file as it is now and run its hooks? [y/N]");
+    term.type_keys(b"n\r");
+    let (code, seen_on_screen) = term.exit_code();
+    assert_eq!(code, 0, "{seen_on_screen}");
+    assert!(
+        seen_on_screen.contains("do not run: they are not trusted"),
+        "{seen_on_screen}"
+    );
+    // Trusted: both of its hooks run in the session that trusted them.
+    let mut term = dsh_e2e::pty::Terminal::run_with(&sandbox, &args, &env);
+    term.expect("[y/N]");
+    term.type_keys(b"y\r");
+    let (code, seen_on_screen) = term.exit_code();
+    assert_eq!(code, 0, "{seen_on_screen}");
+    assert!(
+        seen_on_screen.contains("hook UserPromptSubmit"),
+        "{seen_on_screen}"
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    let declined = requests[0]["messages"].to_string();
+    assert!(!declined.contains("the project says"), "{declined}");
+    let trusted = requests[1]["messages"].to_string();
+    assert!(trusted.contains("the project says: started"), "{trusted}");
+    assert!(trusted.contains("the project says: prompted"), "{trusted}");
+    // Asked once: a third start runs them without a question.
+    let out = sandbox
+        .run_against(&base_url, &["--permission", "allow", "again"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("not trusted"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_acp_the_editor_is_asked_to_trust_the_session_s_project_hooks() {
+    let (server, seen) = recording_server(|_| MockResponse::text("ok")).await;
+    let sandbox = Sandbox::new();
+    // The project is the session's directory, not the one dsh was started in.
+    let project = sandbox.work().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let elsewhere = Sandbox::new();
+    project_with_context_hooks(&elsewhere);
+    std::fs::rename(elsewhere.work().join(".dsh"), project.join(".dsh")).unwrap();
+    let mut acp = dsh_e2e::acp::AcpDriver::serving(&sandbox, &server.base_url(), &[]);
+    acp.policy = dsh_e2e::acp::Policy::Hold;
+    acp.initialize(false);
+    for (answer, runs) in [("skip", false), ("trust", true)] {
+        let session = acp.new_session(&project);
+        // The first prompt asks before it reaches the model.
+        let prompt = acp.prompt(&session, "go");
+        let question = acp.until("the trust question", |f| {
+            f["method"] == "session/request_permission"
+        });
+        assert_eq!(question["params"]["sessionId"], session.as_str());
+        let card = question["params"]["toolCall"]["toolCallId"].clone();
+        let announced = acp
+            .transcript
+            .iter()
+            .find(|f| f["params"]["update"]["toolCallId"] == card)
+            .cloned()
+            .unwrap();
+        // Pending, which the schema writes by leaving the status out.
+        assert!(
+            announced["params"]["update"]["status"].is_null(),
+            "{announced}"
+        );
+        let title = announced["params"]["update"]["title"].as_str().unwrap();
+        assert!(title.starts_with("Trust the hooks of "), "{title}");
+        assert!(
+            announced
+                .to_string()
+                .contains("echo 'the project says: prompted'"),
+            "{announced}"
+        );
+        acp.send(&json!({"jsonrpc": "2.0", "id": question["id"], "result":
+            {"outcome": {"outcome": "selected", "optionId": answer}}}));
+        let closed = acp.until("the card's end", |f| {
+            f["params"]["update"]["toolCallId"] == card
+                && f["params"]["update"]["status"].is_string()
+        });
+        let status = if runs { "completed" } else { "failed" };
+        assert_eq!(closed["params"]["update"]["status"], status, "{closed}");
+        let (response, _) = acp.response(&prompt);
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+        let request = seen.lock().unwrap().last().unwrap()["messages"].to_string();
+        assert_eq!(
+            request.contains("the project says: started"),
+            runs,
+            "{request}"
+        );
+        assert_eq!(
+            request.contains("the project says: prompted"),
+            runs,
+            "{request}"
+        );
+    }
+    // Trusted: the next session is not asked.
+    let session = acp.new_session(&project);
+    let (response, _) = acp.prompt_to_end(&session, "again");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(acp.asked.len(), 2, "asked once a session until trusted");
+    let (code, stderr) = acp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_acp_a_cancel_withdraws_the_trust_question_and_the_next_prompt_asks_again() {
+    let (server, seen) = recording_server(|_| MockResponse::text("ok")).await;
+    let sandbox = Sandbox::new();
+    project_with_context_hooks(&sandbox);
+    let mut acp = dsh_e2e::acp::AcpDriver::serving(&sandbox, &server.base_url(), &[]);
+    acp.policy = dsh_e2e::acp::Policy::Hold;
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let prompt = acp.prompt(&session, "go");
+    let asked = |f: &serde_json::Value| f["method"] == "session/request_permission";
+    let question = acp.until("the trust question", asked);
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let withdrawn = acp.until("the withdrawal", |f| f["method"] == "$/cancel_request");
+    assert_eq!(withdrawn["params"]["requestId"], question["id"]);
+    let (response, _) = acp.response(&prompt);
+    assert_eq!(response["result"]["stopReason"], "cancelled", "{response}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the model was never called"
+    );
+    // Asked again, and trusted: the prompt runs with them.
+    let prompt = acp.prompt(&session, "go on");
+    let question = acp.until("the trust question again", asked);
+    acp.send(&json!({"jsonrpc": "2.0", "id": question["id"], "result":
+        {"outcome": {"outcome": "selected", "optionId": "trust"}}}));
+    let (response, _) = acp.response(&prompt);
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    let request = seen.lock().unwrap()[0]["messages"].to_string();
+    assert!(request.contains("the project says: prompted"), "{request}");
+    let (code, stderr) = acp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notification_hooks_hear_of_a_question_waiting_and_of_the_agent_going_idle() {
+    let server = MockModelServer::start(vec![
+        MockResponse::tool_call("bash", &json!({"command": "touch asked"})),
+        MockResponse::text("done"),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    let heard = sandbox.root.path().join("heard");
+    configure(
+        &sandbox,
+        &format!(
+            r#"
+[[hooks.Notification]]
+matcher = "permission_prompt"
+hooks = [{{ command = "cat >> {heard}/question", sandbox = false }}]
+
+[[hooks.Notification]]
+matcher = "idle_prompt"
+hooks = [{{ command = "cat >> {heard}/idle", sandbox = false }}]
+"#,
+            heard = heard.display()
+        ),
+    );
+    std::fs::create_dir_all(&heard).unwrap();
+    let mut acp = dsh_e2e::acp::AcpDriver::serving(&sandbox, &server.base_url(), &[]);
+    acp.initialize(false);
+    let session = acp.new_session(&sandbox.work());
+    let (response, _) = acp.prompt_to_end(&session, "go");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(acp.asked.len(), 1, "the call was asked about");
+    let question: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(heard.join("question")).unwrap()).unwrap();
+    assert_eq!(question["hook_event_name"], "Notification");
+    assert_eq!(question["notification_type"], "permission_prompt");
+    assert_eq!(question["message"], "dsh needs your permission to use Bash");
+    assert_eq!(question["session_id"], session.as_str());
+    let idle: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(heard.join("idle")).unwrap()).unwrap();
+    assert_eq!(idle["notification_type"], "idle_prompt");
+    let (code, stderr) = acp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -23,6 +23,7 @@ use agent_client_protocol_schema::v1::{PromptResponse, StopReason};
 use dsh_agent::commands::Commands;
 use dsh_agent::record::{CompactingRecord, Record as LogRecord};
 use dsh_agent::{Agent, AgentHandle, MessageId};
+use dsh_kernel::CancellationToken;
 use dsh_session::SessionId;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -98,6 +99,8 @@ struct OpenPrompt {
     turn: Option<u32>,
     /// A cancel arrived: the response is `cancelled` whatever the turn becomes.
     cancel_requested: bool,
+    /// Fired by the cancel, for what waits before the prompt reaches the agent.
+    cancelled: CancellationToken,
 }
 
 /// A prompt taken for its answer: the turn it was bound to, and whether it was cancelled.
@@ -123,6 +126,10 @@ pub(crate) struct LiveSession {
     pub mcp: Option<dsh_kernel::Scope>,
     /// Notices waiting for the client to know the session (its servers that did not start).
     pub unannounced: Mutex<Vec<String>>,
+    /// The project's hook files to ask the client to trust, at the next prompt.
+    pub hooks_to_ask: Mutex<Vec<dsh_hooks::ProjectFile>>,
+    /// How many hook files the session asked about: each question's card id is new.
+    pub trust_asked: std::sync::atomic::AtomicU32,
     pub pickers: Mutex<Pickers>,
     /// The open prompt, through the methods below only.
     pub prompt: PromptSlot,
@@ -159,6 +166,7 @@ impl PromptSlot {
             message_id,
             turn: None,
             cancel_requested: false,
+            cancelled: CancellationToken::new(),
         });
         let _ = self.idle.send_replace(false);
         Ok(())
@@ -228,10 +236,16 @@ impl PromptSlot {
         match open.as_mut() {
             Some(open) if !open.cancel_requested => {
                 open.cancel_requested = true;
+                open.cancelled.cancel();
                 Some(open.message_id.clone())
             }
             Some(_) | None => None,
         }
+    }
+
+    /// What a cancel of the open prompt fires (already fired when it was cancelled).
+    pub(crate) fn cancellation(&self) -> Option<CancellationToken> {
+        self.open.lock().as_ref().map(|open| open.cancelled.clone())
     }
 
     /// Takes the open prompt for its answer when it is the one `message_id` names.

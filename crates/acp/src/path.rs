@@ -7,6 +7,7 @@
 //! of item is one method of [`OrderedPath`].
 
 mod children;
+pub(crate) mod trust;
 
 use std::sync::Arc;
 
@@ -87,6 +88,13 @@ pub(crate) enum Item {
     Settle {
         message_id: MessageId,
         outcome: Option<TurnOutcome>,
+    },
+    /// Ask whether to trust a project's hook file: send the question, hand back its id and
+    /// answer.
+    TrustHooks {
+        file: dsh_hooks::ProjectFile,
+        card: String,
+        reply: oneshot::Sender<Option<(i64, Answer)>>,
     },
     /// Replay these events for `session/load`, then acknowledge.
     Replay {
@@ -207,6 +215,7 @@ impl OrderedPath {
                     message_id,
                     outcome,
                 } => self.settle(&message_id, outcome).await,
+                Item::TrustHooks { file, card, reply } => self.ask_trust(&file, &card, reply).await,
                 Item::Replay {
                     events,
                     children,
@@ -275,7 +284,7 @@ impl OrderedPath {
         self.ask(request, reply).await;
     }
 
-    /// Sends a permission request and hands its id and answer to the gate.
+    /// Sends a permission request and hands its id and answer to whoever waits for it.
     async fn ask(
         &self,
         request: RequestPermissionRequest,

@@ -24,7 +24,7 @@ use agent_client_protocol_schema::v1::{
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use dsh_agent::MessageSource;
-use dsh_agent::record::{PlanEntry, PlanStatus, Record, ToolProgressRecord};
+use dsh_agent::record::{HookRanRecord, PlanEntry, PlanStatus, Record, ToolProgressRecord};
 use dsh_session::{SessionEvent, SessionId, TurnEndReason};
 use dsh_tools::safe_text::SafeText;
 use dsh_tools::{ToolRegistry, ToolResultView};
@@ -87,6 +87,30 @@ fn stopped_notice(reason: &TurnEndReason, cx: &RenderContext<'_>) -> Option<Sess
         ))),
         (true, RenderMode::Replay) => None,
         (false, RenderMode::Live | RenderMode::Replay) => Some(message(format!("\n\n[{text}]"))),
+    }
+}
+
+/// A run of one of the user's hooks, as the terminal's dim line says it: a notice while it
+/// happens to a client that takes notices (a warning when the run failed). Another client is
+/// told only of a failed run, as a line of the answer, live and in a replay alike: what a hook
+/// decided about a call shows in the call's card.
+fn hook_notice(ran: &HookRanRecord, cx: &RenderContext<'_>) -> Option<SessionUpdate> {
+    let line = SafeText::plain(&dsh_view::hook_line(ran)).to_string();
+    let failed = ran.error.is_some();
+    match (cx.caps.notices, cx.mode, failed) {
+        (true, RenderMode::Live, _) => {
+            let severity = match failed {
+                true => NoticeSeverity::Warning,
+                false => NoticeSeverity::Info,
+            };
+            Some(SessionUpdate::Notice(Notice::new(severity, line)))
+        }
+        (true, RenderMode::Replay, _) | (false, RenderMode::Live | RenderMode::Replay, false) => {
+            None
+        }
+        (false, RenderMode::Live | RenderMode::Replay, true) => {
+            Some(message(format!("\n\n[{line}]")))
+        }
     }
 }
 
@@ -405,9 +429,8 @@ impl Renderer {
                 Shown::TurnStarted { .. }
                 | Shown::StepStarted { .. }
                 | Shown::ModelProgress(_)
-                | Shown::Subagent(_)
-                // An editor has the agent's log for these; the card shows what a hook decided.
-                | Shown::HookRan(_) => {}
+                | Shown::Subagent(_) => {}
+                Shown::HookRan(ran) => out.extend(hook_notice(&ran, cx)),
             }
         }
         out

@@ -61,6 +61,8 @@ pub(crate) struct LoopAgent {
     /// Where the session's log is, for a provider that stores it in a file (hooks read it as
     /// `transcript_path`); set once the session is published.
     pub(crate) transcript: OnceLock<PathBuf>,
+    /// The hooks this session runs, read again at each turn.
+    pub(crate) hooks: Mutex<crate::hook_state::SessionHooks>,
     /// `(generation, idle)`: a waking verb starts a new generation; the driver's watcher marks
     /// its generation idle once the driver task is gone.
     pub(crate) quiet: watch::Sender<(u64, bool)>,
@@ -222,6 +224,7 @@ impl LoopAgent {
             config: Mutex::new(parts.config),
             system: OnceLock::new(),
             transcript: OnceLock::new(),
+            hooks: Mutex::new(crate::hook_state::SessionHooks::default()),
             quiet: watch::Sender::new((0, true)),
             outbox: Mutex::new(VecDeque::new()),
             draining: AtomicBool::new(false),

@@ -354,19 +354,21 @@ async fn transact(
     // The user's `SessionStart` hooks: what they add rides with the first step. They, and
     // every later hook, read where the log is.
     if let Some(persistence) = &persistence
-        && agent.shared.plugin.get::<dyn dsh_hooks::Hooks>().is_some()
+        && agent
+            .shared
+            .plugin
+            .get::<dyn dsh_hooks::HookSource>()
+            .is_some()
         && let Ok(Some(location)) = persistence.locate(&id).await
         && let Some(path) = location.path
     {
         let _ = agent.transcript.set(path);
     }
-    if let Some(seam) = crate::hooks::Seam::of(&agent) {
-        let source = if resumed { "resume" } else { "startup" };
-        if let Some(notice) = seam.session_started(source, &creation.cancel).await
-            && let Err(err) = dsh_agent::Agent::inject(&*agent, notice)
-        {
-            tracing::warn!(agent = %id, "the session's start hooks were not heard: {err}");
-        }
+    let start = if resumed { "resume" } else { "startup" };
+    if let Some(notice) = crate::hooks::refresh(&agent, Some(start), &creation.cancel).await
+        && let Err(err) = dsh_agent::Agent::inject(&*agent, notice)
+    {
+        tracing::warn!(agent = %id, "the session's start hooks were not heard: {err}");
     }
     if !orphans.is_empty()
         && let Err(err) = dsh_agent::Agent::inject(&*agent, crate::orphans::notice(&orphans))

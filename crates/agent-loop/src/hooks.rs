@@ -5,19 +5,25 @@
 //! context reach the model with the result).
 //!
 //! At the turn's seams: `UserPromptSubmit` before a person's prompt is recorded (its context
-//! follows the prompt as a notice the model reads), and `Stop` (`SubagentStop` in a child
-//! agent) when the turn would end (a block keeps it going with the reason as a message, at
-//! most [`MAX_STOP_BLOCKS`] times in a row).
+//! follows the prompt as a notice the model reads), `Stop` (`SubagentStop` in a child agent)
+//! when the turn would end (a block keeps it going with the reason as a message, at most
+//! [`MAX_STOP_BLOCKS`] times in a row), and `Notification` when something waits for the
+//! person: a permission question (run alongside it) or a turn that ended (`idle_prompt`).
 //!
 //! A session with no hook for the event pays one synchronous lookup.
+//!
+//! Which hooks run is asked of the scope's `HookSource` by the session's directory at its
+//! start and again at each turn ([`refresh`]): a project file trusted meanwhile runs from the
+//! next turn (its `SessionStart` handlers first, once), and one changed since it was trusted
+//! stops running.
 
 use std::sync::Arc;
 
 use dsh_agent::UserMessage;
 use dsh_agent::record::HookRanRecord;
 use dsh_hooks::{
-    Common, EventFields, HookEvent, HookInput, HookVerdict, Hooks, PermissionDecision,
-    PermissionModeName, claude_tool_name,
+    Common, EventFields, HookEvent, HookInput, HookSource, HookVerdict, Hooks, PermissionDecision,
+    PermissionModeName, ProjectFile, claude_tool_name,
 };
 use dsh_kernel::CancellationToken;
 use dsh_session::{EventType, Session};
@@ -30,6 +36,12 @@ use crate::agent::LoopAgent;
 /// must not keep the agent working for ever.
 pub(crate) const MAX_STOP_BLOCKS: u32 = 3;
 
+/// The `Notification` type of a turn that ended and waits for the person.
+pub(crate) const IDLE: &str = "idle_prompt";
+
+/// The `Notification` type of a permission question waiting for an answer.
+pub(crate) const PERMISSION: &str = "permission_prompt";
+
 /// The sender of what hooks tell the model.
 const SENDER: &str = "hooks";
 
@@ -39,6 +51,42 @@ pub(crate) enum PreTool {
     Run { args: Value, said: Option<RuleSays> },
     /// A hook refused it, for this reason.
     Refused(String),
+}
+
+/// Reads the session's hooks again (at its start, `start` saying how it came to start, and
+/// at each turn): the `SessionStart` notice of the project files trusted since the session
+/// started, when their hooks add anything. Without a `HookSource` on the scope, nothing.
+pub(crate) async fn refresh(
+    agent: &LoopAgent,
+    start: Option<&'static str>,
+    cancel: &CancellationToken,
+) -> Option<UserMessage> {
+    let source = agent.shared.plugin.get::<dyn HookSource>()?;
+    let cwd = agent.roots().cwd().to_path_buf();
+    let set = source.hooks(&cwd);
+    let (fresh, how) = {
+        let mut hooks = agent.hooks.lock();
+        hooks.current = Some(set.hooks);
+        if let Some(start) = start {
+            hooks.source = Some(start);
+            hooks.started = set.trusted;
+            (Vec::new(), start)
+        } else {
+            let fresh: Vec<ProjectFile> = set
+                .trusted
+                .into_iter()
+                .filter(|file| !hooks.started.contains(file))
+                .collect();
+            hooks.started.extend(fresh.iter().cloned());
+            (fresh, hooks.source.unwrap_or("startup"))
+        }
+    };
+    let seam = match start {
+        Some(_) => Seam::of(agent)?,
+        None if fresh.is_empty() => return None,
+        None => Seam::with(agent, source.of_files(&cwd, &fresh)),
+    };
+    seam.session_started(how, cancel).await
 }
 
 /// The hooks service and what its inputs share, when the session has hooks.
@@ -56,7 +104,12 @@ pub(crate) struct Seam {
 impl Seam {
     /// The seam of `agent`'s session, `None` without a hooks service.
     pub(crate) fn of(agent: &LoopAgent) -> Option<Seam> {
-        let hooks = agent.shared.plugin.get::<dyn Hooks>()?;
+        let hooks = agent.hooks.lock().current.clone()?;
+        Some(Seam::with(agent, hooks))
+    }
+
+    /// The seam of `agent`'s session running `hooks`.
+    fn with(agent: &LoopAgent, hooks: Arc<dyn Hooks>) -> Seam {
         let mode = agent
             .setup
             .approval
@@ -68,7 +121,7 @@ impl Seam {
             PermissionMode::Allow => PermissionModeName::BypassPermissions,
         };
         let turn = agent.state.lock().turn.as_ref().map(|t| t.number);
-        Some(Seam {
+        Seam {
             hooks,
             session: agent.session.clone(),
             kind: agent.shared.kinds.hook_ran.clone(),
@@ -80,7 +133,7 @@ impl Seam {
                 cwd: agent.roots().cwd().to_path_buf(),
                 permission_mode,
             },
-        })
+        }
     }
 
     /// `SessionStart` (`startup`, `resume` or `compact`): the notice of what its hooks add
@@ -178,6 +231,19 @@ impl Seam {
         verdict
             .block
             .map(|reason| UserMessage::plugin(SENDER, reason))
+    }
+
+    /// `Notification` of a wait for the person (`permission_prompt`, `idle_prompt`); what
+    /// its hooks answer changes nothing. A subagent's turn ending is no wait for the person.
+    pub(crate) async fn notify(&self, kind: &str, message: String, cancel: &CancellationToken) {
+        if (self.subagent && kind == IDLE) || !self.hooks.wants(HookEvent::Notification, &[kind]) {
+            return;
+        }
+        let fields = EventFields::Notification {
+            message,
+            kind: kind.to_owned(),
+        };
+        self.ask(fields, cancel).await;
     }
 
     /// Runs the hooks of the event `fields` describe; what they said for the person is

@@ -33,6 +33,7 @@ mod context;
 mod create;
 mod driver;
 mod history;
+mod hook_state;
 mod hooks;
 mod inbox;
 mod kinds;

@@ -352,10 +352,22 @@ impl Phase<'_, '_> {
                 cancel: self.token.clone(),
                 subagent: None,
             };
+            // The user's `Notification` hooks run while the question waits.
+            let seam = crate::hooks::Seam::of(agent);
+            let waiting = format!(
+                "dsh needs your permission to use {}",
+                dsh_hooks::claude_tool_name(&call.name)
+            );
+            let notified = async {
+                if let Some(seam) = &seam {
+                    seam.notify(crate::hooks::PERMISSION, waiting, self.token)
+                        .await;
+                }
+            };
             let decision = tokio::select! {
                 biased;
                 _ = self.token.cancelled() => return Err(PhaseEnd::Cancelled),
-                decision = gate.decide(request) => decision,
+                (decision, ()) = async { tokio::join!(gate.decide(request), notified) } => decision,
             };
             match decision {
                 ApprovalDecision::Allow => {}

@@ -56,9 +56,13 @@ pub(crate) async fn run_turn(
     }
     let mut claim = claim;
     let mut step = 0u32;
+    // The session's hooks as they are now; those of project files trusted since it started
+    // have their `SessionStart` run first, and what they add rides with the first step.
+    let started = crate::hooks::refresh(agent, None, &token).await;
     let seam = crate::hooks::Seam::of(agent);
-    // What a `Stop` hook keeps the turn going with, and how often it did in a row.
-    let (mut kept_going, mut stop_blocks): (Option<UserMessage>, u32) = (None, 0);
+    // What a `Stop` hook keeps the turn going with (at first, what the late `SessionStart`
+    // added), and how often it did in a row.
+    let (mut kept_going, mut stop_blocks): (Option<UserMessage>, u32) = (started, 0);
     let reason = loop {
         step += 1;
         let mark = StepMark { turn: number, step };
@@ -173,6 +177,17 @@ pub(crate) async fn run_turn(
             break reason;
         }
     };
+    // The agent now waits for the person, unless the person just stopped it.
+    if let Some(seam) = &seam
+        && !token.is_cancelled()
+        && !matches!(
+            reason,
+            TurnEndReason::Aborted { .. } | TurnEndReason::Interrupted
+        )
+    {
+        let message = "dsh is waiting for your input".to_owned();
+        seam.notify(crate::hooks::IDLE, message, &token).await;
+    }
     // From its `turn/end` on the turn is no longer open: a cancel seen by an observer of that
     // event has nothing of this turn left to stop.
     {

@@ -151,7 +151,7 @@ fn elide(text: &str) -> String {
 }
 
 /// Writes the question and reads one line; `y` or `yes` (any case) allows.
-async fn ask(question: &str) -> io::Result<bool> {
+pub(crate) async fn ask(question: &str) -> io::Result<bool> {
     let (mut to_user, mut from_user) = terminal()?;
     to_user.write_all(question.as_bytes()).await?;
     let line = read_line(&mut from_user).await?;

@@ -137,15 +137,18 @@ async fn load_all(
         .load(mcp_servers(settings))
         .await
         .map_err(|e| failed("the MCP servers' tools", e))?;
-    let cwd = std::env::current_dir()
-        .map_err(|e| Failure::internal(format!("the current directory is unknown: {e}")))?;
-    let (hooks, _) = crate::hooks::session_hooks(settings, &cwd)?;
-    if !hooks.is_empty() {
-        runtime
-            .load(HooksPlugin::new(hooks, sandbox_policy(settings)))
-            .await
-            .map_err(|e| failed("the hooks", e))?;
-    }
+    // Always there: a session's project hooks are read by its own directory, which an ACP
+    // client names per session.
+    let (user_hooks, claude) = crate::hooks::user_hooks(settings)?;
+    runtime
+        .load(HooksPlugin::new(
+            user_hooks,
+            claude,
+            settings.data_dir.value.clone(),
+            sandbox_policy(settings),
+        ))
+        .await
+        .map_err(|e| failed("the hooks", e))?;
     runtime
         .load(ContextPlugin::new(context(settings)?))
         .await

@@ -1,89 +1,85 @@
 //! The hooks a session runs: `[hooks]` of the user's own configuration file, then the
 //! project's `.dsh/hooks.toml` and `.claude/settings.json` (the nearest of each from the
-//! session's directory up) when the user trusted their exact content; and `dsh hooks`, which
-//! lists them and trusts a project's.
+//! session's directory up) when the user trusted their exact content (the provider,
+//! `dsh_hooks_command`, reads them again at each session start and turn); the terminal's
+//! question that trusts them, and what a start says of those that do not run.
 
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal;
+use std::path::Path;
 
-use dsh_hooks_command::{HookConfig, Source};
+use dsh_hooks::HookSource;
+use dsh_hooks_command::{HookConfig, ReadFile, Source, TrustFile};
+use dsh_kernel::Runtime;
+use dsh_tools::safe_text::SafeText;
 
 use crate::exit::Failure;
 use crate::settings::Settings;
-use crate::trusted_hooks::{TrustFile, digest};
 
-/// A project's hook file, read.
-pub struct ProjectFile {
-    /// Where it is.
-    pub source: Source,
-    /// Its content's SHA-256.
-    pub sha256: String,
-    /// What it configures.
-    pub config: HookConfig,
-    /// What of it dsh skips (Claude Code's other events).
-    pub warnings: Vec<String>,
-    /// Whether the user trusted this content.
-    pub trusted: bool,
-}
-
-impl ProjectFile {
-    /// The file at `source` whose bytes are `bytes`, with what it configures.
-    fn read(
-        trust: &TrustFile,
-        source: Source,
-        bytes: &[u8],
-        config: HookConfig,
-        warnings: Vec<String>,
-    ) -> ProjectFile {
-        let sha256 = digest(bytes);
-        ProjectFile {
-            trusted: trust.trusted(source.path(), &sha256),
-            source,
-            sha256,
-            config,
-            warnings,
-        }
-    }
-}
-
-/// The hooks to run in `cwd`, and a line for each project file that does not run.
-pub fn session_hooks(
-    settings: &Settings,
-    cwd: &Path,
-) -> Result<(HookConfig, Vec<String>), Failure> {
-    let (mut config, claude) = user_hooks(settings)?;
-    let mut notices = Vec::new();
+/// What a start says about the hooks of the current directory's project: each file that does
+/// not run (it does not read, or is not trusted), and what of a Claude Code file dsh skips.
+pub fn notices(settings: &Settings) -> Vec<String> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let claude = match user_hooks(settings) {
+        Ok((_, claude)) => claude,
+        Err(failure) => return vec![failure.message],
+    };
     // A project's file is not the user's to fix before they can work: one that does not read
     // runs nothing, and the start says why.
-    let files = project_files(settings, cwd, claude).unwrap_or_else(|failure| {
-        notices.push(format!(
-            "the project's hooks do not run: {}",
-            failure.message
-        ));
-        Vec::new()
-    });
+    let files = match project_files(settings, &cwd, claude) {
+        Ok(files) => files,
+        Err(failure) => {
+            return vec![format!(
+                "the project's hooks do not run: {}",
+                failure.message
+            )];
+        }
+    };
+    let mut notices = Vec::new();
     for file in files {
         notices.extend(file.warnings.iter().cloned());
-        if file.trusted {
-            config.extend(file.config);
-        } else if !file.config.is_empty() {
+        if !file.trusted && !file.config.is_empty() {
             notices.push(format!(
                 "the hooks of {} do not run: they are not trusted (read them, then `dsh hooks trust`)",
                 file.source.path().display()
             ));
         }
     }
-    Ok((config, notices))
+    notices
 }
 
-/// What a start says about the hooks of the current directory's project: each file that does
-/// not run, and what of a Claude Code file dsh skips.
-pub fn notices(settings: &Settings) -> Vec<String> {
-    let Ok(cwd) = std::env::current_dir() else {
-        return Vec::new();
+/// The terminal's question at a session's start: each project hook file seen from the
+/// current directory that would run something but is not trusted is shown with what it runs,
+/// and trusted as it is now if the person says yes. Asked only when a person is there (stdin
+/// and stderr are terminals); otherwise such files do not run, and the start says so.
+pub async fn ask_trust(runtime: &Runtime) {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return;
+    }
+    let (Some(source), Ok(cwd)) = (
+        runtime.scope().get::<dyn HookSource>(),
+        std::env::current_dir(),
+    ) else {
+        return;
     };
-    match session_hooks(settings, &cwd) {
-        Ok((_, notices)) => notices,
-        Err(failure) => vec![failure.message],
+    for file in source.untrusted(&cwd) {
+        let mut question = format!(
+            "dsh · the hooks of {} are not trusted; they would run:\n",
+            SafeText::plain(&file.path.display().to_string())
+        );
+        for line in &file.runs {
+            question.push_str(&format!("    {}\n", SafeText::plain(line)));
+        }
+        question.push_str("  trust this file as it is now and run its hooks? [y/N] ");
+        match crate::ask::ask(&question).await {
+            Ok(true) => match source.trust(&file) {
+                Ok(()) => {}
+                Err(e) => eprintln!("warning: {e}"),
+            },
+            Ok(false) => {}
+            Err(e) => tracing::debug!("no terminal to ask about hooks: {e}"),
+        }
     }
 }
 
@@ -125,41 +121,8 @@ pub fn project_files(
     settings: &Settings,
     cwd: &Path,
     claude: bool,
-) -> Result<Vec<ProjectFile>, Failure> {
+) -> Result<Vec<ReadFile>, Failure> {
     let trust = TrustFile::new(&settings.data_dir.value);
-    let nearest = |relative: &str| -> Option<PathBuf> {
-        cwd.ancestors()
-            .map(|dir| dir.join(relative))
-            .find(|p| p.is_file())
-    };
-    let mut files = Vec::new();
-    if let Some(path) = nearest(".dsh/hooks.toml") {
-        let bytes = read(&path)?;
-        let table: toml::Value = toml::from_str(&String::from_utf8_lossy(&bytes))
-            .map_err(|e| Failure::config(format!("{}: {e}", path.display())))?;
-        let source = Source::Project(path);
-        let config =
-            HookConfig::from_toml(&table, &source).map_err(|e| Failure::config(e.to_string()))?;
-        files.push(ProjectFile::read(
-            &trust,
-            source,
-            &bytes,
-            config,
-            Vec::new(),
-        ));
-    }
-    if claude && let Some(path) = nearest(".claude/settings.json") {
-        let bytes = read(&path)?;
-        let json: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Failure::config(format!("{}: {e}", path.display())))?;
-        let source = Source::Claude(path);
-        let (config, warnings) =
-            HookConfig::from_claude(&json, &source).map_err(|e| Failure::config(e.to_string()))?;
-        files.push(ProjectFile::read(&trust, source, &bytes, config, warnings));
-    }
-    Ok(files)
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, Failure> {
-    std::fs::read(path).map_err(|e| Failure::config(format!("cannot read {}: {e}", path.display())))
+    dsh_hooks_command::project::files(cwd, claude, &trust)
+        .map_err(|e| Failure::config(e.to_string()))
 }

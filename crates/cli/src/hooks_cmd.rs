@@ -2,13 +2,12 @@
 //! project's file, whether it is trusted; `dsh hooks trust` trusts the project's files as they
 //! are now, after showing what they run.
 
-use dsh_hooks_command::{HookConfig, Source};
+use dsh_hooks_command::{HookConfig, Source, TrustFile};
 use dsh_tools::safe_text::SafeText;
 
 use crate::args::{Global, HooksCommand};
 use crate::exit::Failure;
 use crate::settings::{CommandFlags, Settings};
-use crate::trusted_hooks::TrustFile;
 
 /// Runs `dsh hooks …`; returns the exit status.
 pub fn hooks(global: &Global, command: Option<&HooksCommand>) -> u8 {

@@ -53,6 +53,8 @@ async fn session(global: &Global, args: &InteractiveArgs) -> Result<u8, Failure>
     let chosen = crate::model::choose(&settings)?;
     let sessions = crate::compose::sessions_dir(&settings)?;
     let runtime = crate::compose::compose(&settings, &sessions, Some(chosen.plugin)).await?;
+    // Before the screen is taken: the question about the project's untrusted hooks.
+    crate::hooks::ask_trust(&runtime).await;
     let ran = open(&runtime, &settings, &sessions, target, args, &chosen.label).await;
     runtime.shutdown().await;
     let finished = ran?;

@@ -38,7 +38,6 @@ mod sessions;
 mod settings;
 mod signals;
 mod status;
-mod trusted_hooks;
 mod window;
 
 use std::process::ExitCode;

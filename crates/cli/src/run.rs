@@ -188,6 +188,7 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
             Ok(runtime) => runtime,
             Err(failure) => return report(&failure, view),
         };
+    crate::hooks::ask_trust(&runtime).await;
     for notice in crate::compose::start_notices(&runtime, &prepared.settings) {
         eprintln!("warning: {notice}");
     }

@@ -1,6 +1,8 @@
 //! What hooks cost an event, through the real local shell executor (unsandboxed):
 //!
 //! - with no hook for the event: the check every tool call makes;
+//! - what a turn pays to read its session's hooks again (`HookSource::hooks`) in a
+//!   directory ten levels deep with no project hook file, and with a trusted one;
 //! - one trivial hook (`true`): the whole run, against `true` run alone through the same
 //!   executor, p50 and p99 of each, and the difference — what dsh adds beyond the process.
 //!
@@ -14,8 +16,8 @@
 
 use std::time::{Duration, Instant};
 
-use dsh_hooks::{Common, EventFields, HookEvent, HookInput, Hooks, PermissionModeName};
-use dsh_hooks_command::{CommandHooks, HookConfig, Source};
+use dsh_hooks::{Common, EventFields, HookEvent, HookInput, HookSource, Hooks, PermissionModeName};
+use dsh_hooks_command::{CommandHooks, HookConfig, ProjectHooks, Source, TrustFile};
 use dsh_kernel::CancellationToken;
 use dsh_shell::{SandboxPolicy, ShellExecRequest, ShellExecutor};
 use dsh_test_providers::providers::{LocalShellConfig, LocalShellExecutor};
@@ -56,6 +58,43 @@ fn main() {
             "no hooks: {:?} per check ({wanted} wanted)",
             started.elapsed() / 1_000_000
         );
+
+        // What each turn pays to read its hooks again.
+        let deep = (0..10).fold(dir.path().to_path_buf(), |d, i| d.join(format!("d{i}")));
+        std::fs::create_dir_all(&deep).unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let source = ProjectHooks::new(
+            HookConfig::default(),
+            true,
+            TrustFile::new(data.path()),
+            executor.clone(),
+            SandboxPolicy::FullAccess,
+        );
+        let read = |label: &str| {
+            let mut samples: Vec<Duration> = (0..2_000)
+                .map(|_| {
+                    let started = Instant::now();
+                    std::hint::black_box(source.hooks(&deep));
+                    started.elapsed()
+                })
+                .collect();
+            println!(
+                "a turn's hooks read again, {label}: p50 {:?}, p99 {:?}",
+                percentile(&mut samples, 0.5),
+                percentile(&mut samples, 0.99)
+            );
+        };
+        read("no project file");
+        std::fs::create_dir_all(dir.path().join(".dsh")).unwrap();
+        std::fs::write(
+            dir.path().join(".dsh/hooks.toml"),
+            "[[Stop]]\nhooks = [{ command = \"true\" }]\n",
+        )
+        .unwrap();
+        for file in source.untrusted(&deep) {
+            source.trust(&file).unwrap();
+        }
+        read("one trusted project file");
 
         let input = HookInput {
             common: Common {

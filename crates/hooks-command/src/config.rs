@@ -105,6 +105,14 @@ pub enum ConfigError {
         /// Why.
         source: BadMatcher,
     },
+    /// A file that cannot be read, or is not TOML or JSON.
+    #[error("{file}: {reason}")]
+    File {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
     /// Anything else of the wrong shape.
     #[error("{file}: {at}: {what}")]
     Shape {

@@ -1,25 +1,41 @@
-//! `HooksPlugin`: provides the configured hooks as the scope's `dyn Hooks`.
+//! `HooksPlugin`: provides the sessions' hooks as the scope's `dyn HookSource`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dsh_hooks::Hooks;
+use dsh_hooks::HookSource;
 use dsh_kernel::{BoxError, Plugin, Scope};
 use dsh_shell::{SandboxPolicy, ShellExecutor};
 
 use crate::config::HookConfig;
-use crate::run::CommandHooks;
+use crate::source::ProjectHooks;
+use crate::trust::TrustFile;
 
 /// The plugin named `hooks-command`: needs a shell executor on the scope.
 pub struct HooksPlugin {
-    config: HookConfig,
+    user: HookConfig,
+    claude: bool,
+    data_dir: PathBuf,
     sandbox: SandboxPolicy,
 }
 
 impl HooksPlugin {
-    /// Hooks of `config`, sandboxed handlers under `sandbox` (the session's commands' own).
-    pub fn new(config: HookConfig, sandbox: SandboxPolicy) -> HooksPlugin {
-        HooksPlugin { config, sandbox }
+    /// The user's hooks `user`, with the project files trusted in `data_dir`'s trust file
+    /// (`.claude/settings.json` among them when `claude`); sandboxed handlers under
+    /// `sandbox` (the session's commands' own).
+    pub fn new(
+        user: HookConfig,
+        claude: bool,
+        data_dir: PathBuf,
+        sandbox: SandboxPolicy,
+    ) -> HooksPlugin {
+        HooksPlugin {
+            user,
+            claude,
+            data_dir,
+            sandbox,
+        }
     }
 }
 
@@ -31,8 +47,14 @@ impl Plugin for HooksPlugin {
 
     async fn apply(&self, scope: &Scope) -> Result<(), BoxError> {
         let executor = scope.require::<dyn ShellExecutor>()?;
-        let hooks = CommandHooks::new(self.config.clone(), executor, self.sandbox.clone());
-        scope.provide::<dyn Hooks>(Arc::new(hooks) as Arc<dyn Hooks>)?;
+        let source = ProjectHooks::new(
+            self.user.clone(),
+            self.claude,
+            TrustFile::new(&self.data_dir),
+            executor,
+            self.sandbox.clone(),
+        );
+        scope.provide::<dyn HookSource>(Arc::new(source) as Arc<dyn HookSource>)?;
         Ok(())
     }
 }

@@ -96,6 +96,8 @@ pub enum EventFields {
     Notification {
         /// What waits for the person, in words.
         message: String,
+        /// Which kind of wait (`permission_prompt`, `idle_prompt`): what a matcher matches.
+        kind: String,
     },
 }
 
@@ -124,7 +126,7 @@ impl HookInput {
     }
 
     /// What a matcher is matched against: a tool's Claude Code name and dsh's, a session's
-    /// source, a compaction's trigger; nothing for the other events.
+    /// source, a compaction's trigger, a notification's type; nothing for the other events.
     pub fn subjects(&self) -> Vec<String> {
         match &self.fields {
             EventFields::PreToolUse { tool, .. } | EventFields::PostToolUse { tool, .. } => {
@@ -132,10 +134,10 @@ impl HookInput {
             }
             EventFields::SessionStart { source } => vec![source.clone()],
             EventFields::PreCompact { trigger, .. } => vec![trigger.clone()],
+            EventFields::Notification { kind, .. } => vec![kind.clone()],
             EventFields::UserPromptSubmit { .. }
             | EventFields::Stop { .. }
-            | EventFields::SubagentStop { .. }
-            | EventFields::Notification { .. } => Vec::new(),
+            | EventFields::SubagentStop { .. } => Vec::new(),
         }
     }
 
@@ -197,8 +199,10 @@ impl HookInput {
                 out.insert("trigger".into(), json!(trigger));
                 out.insert("custom_instructions".into(), json!(custom_instructions));
             }
-            EventFields::Notification { message } => {
+            EventFields::Notification { message, kind } => {
                 out.insert("message".into(), json!(message));
+                out.insert("notification_type".into(), json!(kind));
+                out.insert("title".into(), json!("dsh"));
             }
         }
         Value::Object(out)

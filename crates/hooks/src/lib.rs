@@ -11,7 +11,9 @@
 //! - [`HandlerRun`] → [`HandlerAnswer`]: a handler's exit, stdout and stderr read as its
 //!   answer, failing closed when the handler said so ([`OnError::Deny`]);
 //! - [`HookVerdict`]: the answers of one event's handlers folded into one;
-//! - [`Hooks`]: the trait a provider implements and the agent loop and front ends call.
+//! - [`Hooks`]: the trait a provider implements and the agent loop and front ends call;
+//! - [`HookSource`]: the hooks of a session by its directory — the user's own and the
+//!   project's files the user trusted — and the trust of those files.
 //!
 //! Invariants:
 //! - a handler's answer never depends on anything but its exit, stdout and stderr, and the
@@ -20,7 +22,7 @@
 //!   everything) and keeps configuration order for texts and the first rewritten input;
 //! - [`Hooks::wants`] is synchronous and cheap: a session without hooks pays a lookup.
 //!
-//! Design: docs/rfc/proposed/feature/2026-12-07-hooks.md.
+//! Design: docs/rfc/implemented/feature/2026-12-07-hooks.md.
 #![deny(missing_docs)]
 
 mod answer;
@@ -28,6 +30,7 @@ mod event;
 mod hooks;
 mod input;
 mod matcher;
+mod source;
 mod tools;
 mod verdict;
 
@@ -36,5 +39,6 @@ pub use event::{HookEvent, UnknownEvent};
 pub use hooks::{Hooks, NoHooks};
 pub use input::{Common, EventFields, HookInput, PermissionModeName};
 pub use matcher::{BadMatcher, Matcher};
+pub use source::{FixedHooks, HookSet, HookSource, ProjectFile, TrustError};
 pub use tools::{claude_tool_input, claude_tool_name};
 pub use verdict::{HookRun, HookVerdict};

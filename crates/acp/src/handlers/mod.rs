@@ -8,6 +8,7 @@ mod config;
 mod prompt;
 mod sessions;
 mod setup;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -313,6 +314,8 @@ pub(super) fn install(
         mode: parts.mode,
         mcp: parts.mcp,
         unannounced: Mutex::new(Vec::new()),
+        hooks_to_ask: Mutex::new(Vec::new()),
+        trust_asked: std::sync::atomic::AtomicU32::new(0),
         pickers: Mutex::new(Pickers::default()),
         prompt: PromptSlot::default(),
         queue: parts.queue,

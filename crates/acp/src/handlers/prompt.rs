@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{PromptRequest, StopReason};
 use dsh_agent::commands::Invocation;
-use dsh_agent::{AgentError, CancelCause, ConfigChange, ConfigOrigin, MessageId, UserMessage};
+use dsh_agent::{
+    AgentError, CancelCause, ConfigChange, ConfigOrigin, MessageId, TurnOutcome, UserMessage,
+};
 use serde_json::{Value, json};
 
 use crate::conn::Conn;
@@ -77,6 +79,34 @@ pub(crate) fn prompt(
         }
         Err(NotOpened::Cancelled(reply)) => return reply.send(stopped(StopReason::Cancelled)),
     }
+    // A project's hook files not yet trusted are asked about first, in the prompt's window,
+    // so that trusted ones run in this very turn.
+    let to_ask = std::mem::take(&mut *record.hooks_to_ask.lock());
+    if to_ask.is_empty() {
+        return hand_over(conn, &record, work, message_id);
+    }
+    let conn2 = conn.clone();
+    let asking = async move {
+        let conn = conn2;
+        if super::trust::ask(&conn, &record, to_ask).await {
+            hand_over(&conn, &record, work, message_id);
+        } else {
+            record.push(Item::Settle {
+                message_id,
+                outcome: Some(TurnOutcome::Discarded {
+                    cause: CancelCause::User,
+                }),
+            });
+        }
+    };
+    if conn.scope().spawn(asking).is_err() {
+        tracing::debug!("a prompt after the bridge's scope closed");
+    }
+}
+
+/// Hands the open prompt's work to the agent; its ticket settles the prompt.
+fn hand_over(conn: &Arc<Conn>, record: &Arc<LiveSession>, work: Work, message_id: MessageId) {
+    let sent = record.id.as_str();
     // Where this process sends the session's requests is recorded with its first prompt (a
     // session nobody prompted stores nothing), and again only when it changes.
     if let Some(server) = conn.config().server.clone()

@@ -664,3 +664,52 @@ fn a_turn_dsh_stopped_for_repeating_a_call_is_said_as_a_notice_or_a_line() {
         .is_empty()
     );
 }
+
+#[test]
+fn a_hook_run_is_a_notice_to_a_client_that_takes_them_and_only_a_failure_is_a_line_to_others() {
+    let ran = |command: &str, error: Option<&str>| {
+        event(
+            0,
+            "hook/ran",
+            json!({"turn": 1, "event": "PostToolUse", "command": command, "exit_code": 0,
+                   "elapsed_ms": 12, "decision": "ok", "error": error}),
+        )
+    };
+    let events = [
+        ran("cargo fmt", None),
+        ran("lint.sh", Some("the hook crashed")),
+    ];
+    let with_notices = RenderCaps {
+        notices: true,
+        ..caps(false, false)
+    };
+    let live = render_all(&events, RenderMode::Live, with_notices, false, false, None);
+    assert_eq!(live.len(), 2, "{live:?}");
+    assert_eq!(live[0]["sessionUpdate"], "notice");
+    assert_eq!(live[0]["severity"], "info", "{live:?}");
+    assert!(
+        live[0]
+            .to_string()
+            .contains("hook PostToolUse · cargo fmt · ok · 12 ms")
+    );
+    assert_eq!(live[1]["severity"], "warning", "{live:?}");
+    let replayed = render_all(
+        &events,
+        RenderMode::Replay,
+        with_notices,
+        false,
+        false,
+        None,
+    );
+    assert!(replayed.is_empty(), "{replayed:?}");
+    for mode in [RenderMode::Live, RenderMode::Replay] {
+        let plain = render_all(&events, mode, caps(false, false), false, false, None);
+        assert_eq!(plain.len(), 1, "only the failure: {plain:?}");
+        assert_eq!(plain[0]["sessionUpdate"], "agent_message_chunk");
+        assert!(
+            plain[0]
+                .to_string()
+                .contains("lint.sh · ok · 12 ms: the hook crashed")
+        );
+    }
+}

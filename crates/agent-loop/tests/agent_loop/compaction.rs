@@ -580,9 +580,10 @@ async fn hooks_add_to_the_summary_request_and_speak_after_a_compaction() {
     .await;
     h.runtime
         .scope()
-        .provide::<dyn dsh_hooks::Hooks>(
-            std::sync::Arc::new(AtCompaction) as std::sync::Arc<dyn dsh_hooks::Hooks>
-        )
+        .provide::<dyn dsh_hooks::HookSource>(std::sync::Arc::new(dsh_hooks::FixedHooks(
+            std::sync::Arc::new(AtCompaction),
+        ))
+            as std::sync::Arc<dyn dsh_hooks::HookSource>)
         .unwrap();
     assert_eq!(
         agent.compact(dsh_agent::MessageId::mint()).unwrap().await,

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dsh_hooks::{EventFields, HookEvent, HookInput, HookVerdict, Hooks, PermissionDecision};
+use dsh_hooks::{
+    EventFields, FixedHooks, HookEvent, HookInput, HookSource, HookVerdict, Hooks,
+    PermissionDecision,
+};
 use dsh_kernel::CancellationToken;
 use serde_json::json;
 
@@ -61,7 +64,7 @@ async fn pre_tool_use_refuses_or_rewrites_and_post_tool_use_adds_its_context() {
     let h = Harness::new(model.clone()).await;
     h.runtime
         .scope()
-        .provide::<dyn Hooks>(Arc::new(Scripted) as Arc<dyn Hooks>)
+        .provide::<dyn HookSource>(Arc::new(FixedHooks(Arc::new(Scripted))) as Arc<dyn HookSource>)
         .unwrap();
     h.add_tool(Probe::new("echo"));
     // No one to ask: the hook's `ask` cannot be answered, so that call does not run.
@@ -138,7 +141,7 @@ async fn prompt_context_reaches_the_model_and_a_stop_hook_keeps_the_turn_going_o
     let h = Harness::new(model.clone()).await;
     h.runtime
         .scope()
-        .provide::<dyn Hooks>(Arc::new(Turnwise) as Arc<dyn Hooks>)
+        .provide::<dyn HookSource>(Arc::new(FixedHooks(Arc::new(Turnwise))) as Arc<dyn HookSource>)
         .unwrap();
     let handle = h.agent().await;
     let agent = handle.agent().clone();
@@ -158,7 +161,7 @@ async fn a_stop_hook_that_always_blocks_keeps_a_turn_going_three_times_at_most()
     let h = Harness::new(model.clone()).await;
     h.runtime
         .scope()
-        .provide::<dyn Hooks>(Arc::new(Stubborn) as Arc<dyn Hooks>)
+        .provide::<dyn HookSource>(Arc::new(FixedHooks(Arc::new(Stubborn))) as Arc<dyn HookSource>)
         .unwrap();
     let handle = h.agent().await;
     let agent = handle.agent().clone();

@@ -44,7 +44,8 @@ impl TrustFile {
         }
     }
 
-    /// Whether the file at `path` was trusted with exactly this content.
+    /// Whether the file at `path` was trusted with exactly this content. A trust file that
+    /// cannot be read trusts nothing (fails closed); a line that does not read is skipped.
     pub fn trusted(&self, path: &Path, sha256: &str) -> bool {
         let text = std::fs::read_to_string(&self.path).unwrap_or_default();
         let path = path.to_string_lossy();
