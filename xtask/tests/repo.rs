@@ -41,8 +41,8 @@ fn xtask_depends_on_no_member_runtime_or_yaml() {
     }
 }
 
-/// `.ci/run` only changes to the root and hands over to `cargo xtask ci`, and the
-/// README gives that command.
+/// `.ci/run` only changes to the root, starts the tests' PostgreSQL (stopped however the run
+/// ends) and hands over to `cargo xtask ci`, and the README gives that command.
 #[test]
 fn ci_entry_point_and_readme() {
     let path = repo_root().join(".ci/run");
@@ -55,7 +55,8 @@ fn ci_entry_point_and_readme() {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
-    assert_eq!(commands.last(), Some(&"exec cargo xtask ci \"$@\""));
+    assert_eq!(commands.last(), Some(&"cargo xtask ci \"$@\""));
+    assert!(commands.contains(&"trap pg_stop EXIT"), "PostgreSQL stops at the end");
     assert!(
         commands.iter().any(|c| c.starts_with("cd ")),
         "changes to the root first"
@@ -202,6 +203,7 @@ fn the_roles_table_is_pinned() {
         ("dsh-fs-local", "provider", None),
         ("dsh-mcp-rmcp", "provider", None),
         ("dsh-hooks-command", "provider", None),
+        ("dsh-session-postgres", "provider", None),
         ("dsh-tool-bash", "consumer", None),
         ("dsh-tool-fs", "consumer", None),
         ("dsh-tool-todo", "consumer", None),

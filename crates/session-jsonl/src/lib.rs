@@ -20,7 +20,6 @@
 
 mod config;
 mod fsops;
-mod header;
 mod index;
 mod layout;
 mod list;
@@ -29,7 +28,6 @@ mod open;
 mod plugin;
 mod provider;
 mod resume;
-mod scan;
 
 pub use config::JsonlConfig;
 #[cfg(feature = "fault-injection")]

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use dsh_session::{PersistenceError, SessionId, SessionListing, SessionSummary, SkippedLog};
 
-use crate::header::{self, HeaderProblem};
 use crate::index;
 use crate::layout::{file_name, project_dir};
 use crate::open::location;
+use dsh_session::log_format::header::{self, HeaderProblem};
 
 fn hidden(path: &Path) -> bool {
     path.file_name()

@@ -7,16 +7,16 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_session::repair::interrupted_turn_closers;
+use dsh_session::log_format::verdict::judge;
 use dsh_session::{
-    EventType, EventVocabulary, LoadedSession, PersistenceError, RepairReport,
-    SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId, StoreRevision,
+    EventVocabulary, LoadedSession, PersistenceError, SessionEvent, SessionHeader, SessionId,
+    StoreRevision,
 };
 
 use crate::fsops::FsOps;
-use crate::header::{self, HeaderProblem};
 use crate::open::location;
-use crate::scan::{Record, analyse, next_record};
+use dsh_session::log_format::header;
+use dsh_session::log_format::scan::{Record, analyse, next_record};
 
 /// Whether a read may change the file.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -71,22 +71,7 @@ pub(crate) fn read_header(
     let Record::Line(bytes) = record else {
         return Err(corrupt("incomplete header line".into()));
     };
-    let header = header::decode(&bytes).map_err(|problem| match problem {
-        HeaderProblem::Corrupt(reason) => corrupt(reason),
-        HeaderProblem::Version(found) => PersistenceError::UnsupportedVersion {
-            id: id.clone(),
-            location: location(path),
-            found,
-            supported: SESSION_FORMAT_VERSION,
-        },
-    })?;
-    if &header.id != id {
-        return Err(PersistenceError::IdMismatch {
-            requested: id.clone(),
-            found: header.id,
-            location: location(path),
-        });
-    }
+    let header = header::read(id, &bytes, &location(path))?;
     Ok((header, len))
 }
 
@@ -113,65 +98,22 @@ pub(crate) fn read(
     let (header, header_len) = read_header(id, path, &mut reader)?;
     let analysis = analyse(&mut reader, header_len).map_err(|e| io_err(id, path, "read", e))?;
     drop(reader);
-    if let Some((line, reason)) = &analysis.invalid {
-        // Repair could not close such a turn, so the session would load and never resume.
-        return Err(PersistenceError::Corrupt {
-            id: id.clone(),
-            location: location(path),
-            line: Some(*line),
-            reason: reason.clone(),
-        });
-    }
-    if let (Some((line, reason)), Some(last_end)) = (&analysis.defect, analysis.last_turn_end)
-        && *line <= last_end
-    {
-        return Err(PersistenceError::Corrupt {
-            id: id.clone(),
-            location: location(path),
-            line: Some(*line),
-            reason: format!("{reason}; the damage lies before the last completed turn"),
-        });
-    }
-    // A log holds few distinct types: each is looked up once.
-    let mut known_kinds: Vec<&EventType> = Vec::new();
-    for event in &analysis.kept {
-        if event.ignorable || known_kinds.contains(&&event.kind) {
-            continue;
-        }
-        if known.class(&event.kind).is_some() {
-            known_kinds.push(&event.kind);
-        } else {
-            return Err(PersistenceError::UnsupportedEvent {
-                id: id.clone(),
-                location: location(path),
-                seq: event.seq,
-                kind: event.kind.to_string(),
-            });
-        }
-    }
-    let closers = interrupted_turn_closers(&analysis.kept);
-    let report = RepairReport {
-        dropped_records: analysis.dropped_records,
-        dropped_bytes: analysis.dropped_bytes,
-        first_dropped: analysis.defect.as_ref().map(|(line, _)| *line),
-        closers: closers.len() as u64,
-    };
-    if mode == Mode::Load && (report.dropped_records > 0 || !closers.is_empty()) {
-        repair(fs, id, path, &file, analysis.kept_end, &closers)?;
+    let verdict =
+        judge(analysis, known).map_err(|refusal| refusal.into_error(id, location(path)))?;
+    if mode == Mode::Load && verdict.repairs() {
+        repair(fs, id, path, &file, verdict.kept_end, &verdict.closers)?;
         tracing::warn!(
             session = %id,
             location = %path.display(),
-            ?report,
+            report = ?verdict.report,
             "repaired a session log left by a process that stopped mid-turn"
         );
     }
-    let mut events = analysis.kept;
-    events.extend(closers.into_iter().map(Arc::new));
     let revision = revision(&file).map_err(|e| io_err(id, path, "stat", e))?;
     Ok(LoadedSession {
         header,
-        events,
-        repair: report,
+        events: verdict.events,
+        repair: verdict.report,
         revision,
         location: location(path),
     })
@@ -185,7 +127,7 @@ fn repair(
     path: &Path,
     file: &File,
     kept_end: u64,
-    closers: &[SessionEvent],
+    closers: &[Arc<SessionEvent>],
 ) -> Result<(), PersistenceError> {
     let len = file
         .metadata()

@@ -13,8 +13,8 @@ use dsh_session::{PersistenceError, SessionEvent, SessionHeader, SessionId, Sess
 use parking_lot::Mutex;
 
 use crate::fsops::FsOps;
-use crate::header;
 use crate::index;
+use dsh_session::log_format::header;
 
 /// What every open session shares with its provider.
 pub(crate) struct Ctx {

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dsh_session::{
-    CloseIntent, EventVocabulary, ListQuery, LoadedSession, Origin, PersistenceError,
-    SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId, SessionListing,
-    SessionLocation, SessionPersistence, normalize_cwd,
+    CloseIntent, EventVocabulary, ListQuery, LoadedSession, Origin, PersistenceError, SessionEvent,
+    SessionHeader, SessionId, SessionListing, SessionLocation, SessionPersistence, check_writable,
+    normalize_cwd,
 };
 use parking_lot::Mutex;
 
@@ -178,16 +178,7 @@ impl SessionPersistence for JsonlPersistence {
     async fn create(&self, header: &SessionHeader, origin: Origin) -> Result<(), PersistenceError> {
         self.check_open()?;
         let id = &header.id;
-        if header.version != SESSION_FORMAT_VERSION
-            || normalize_cwd(&header.cwd).ok().as_deref() != Some(header.cwd.as_str())
-        {
-            return Err(PersistenceError::InvalidHeader {
-                id: id.clone(),
-                reason:
-                    "the header must be of the current version with an absolute, normalized cwd"
-                        .into(),
-            });
-        }
+        check_writable(header)?;
         let (dir, path) = self.paths(header);
         match origin {
             Origin::New => {

@@ -32,6 +32,7 @@ pub mod failure_code;
 mod finite;
 mod header;
 mod id;
+pub mod log_format;
 mod observer;
 mod payload;
 mod persistence;
@@ -55,7 +56,7 @@ pub use payload::{
 };
 pub use persistence::{
     CloseIntent, ListQuery, LoadedSession, Origin, PersistenceError, RepairReport, SessionListing,
-    SessionLocation, SessionPersistence, SessionSummary, SkippedLog, StoreRevision,
+    SessionLocation, SessionPersistence, SessionSummary, SkippedLog, StoreRevision, check_writable,
 };
 pub use plugin::SessionStorePlugin;
 pub use session::{Restored, Session, SessionState};

@@ -306,6 +306,20 @@ pub enum PersistenceError {
     },
 }
 
+/// Refuses a header no provider opens for writing: another format version, or a `cwd` that
+/// is not absolute and normalized.
+pub fn check_writable(header: &SessionHeader) -> Result<(), PersistenceError> {
+    let normal = crate::normalize_cwd(&header.cwd).ok();
+    if header.version != crate::SESSION_FORMAT_VERSION || normal.as_deref() != Some(&header.cwd) {
+        return Err(PersistenceError::InvalidHeader {
+            id: header.id.clone(),
+            reason: "the header must be of the current version with an absolute, normalized cwd"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 /// A durable store of session logs. Object safe; returned futures are `Send`.
 #[async_trait]
 pub trait SessionPersistence: Send + Sync + 'static {

@@ -11,6 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod logs;
+pub mod postgres;
 pub mod processes;
 pub mod sse;
 pub mod stored;

@@ -1,6 +1,6 @@
-//! The header line of a log file.
+//! The header line of a log.
 
-use dsh_session::{SESSION_FORMAT_VERSION, SessionHeader, SessionId};
+use crate::{SESSION_FORMAT_VERSION, SessionHeader, SessionId};
 use serde::{Deserialize, Serialize};
 
 /// The value of the header's `format` key.
@@ -78,6 +78,38 @@ pub fn decode(bytes: &[u8]) -> Result<SessionHeader, HeaderProblem> {
         seed_len: line.seed_len,
         parent_call: line.parent_call,
     })
+}
+
+/// The header record of the log of `id` stored at `location`, refused as every provider
+/// refuses one: not a header (record 1 is corrupt), another format version, another id.
+pub fn read(
+    id: &SessionId,
+    bytes: &[u8],
+    location: &crate::SessionLocation,
+) -> Result<SessionHeader, crate::PersistenceError> {
+    use crate::PersistenceError;
+    let header = decode(bytes).map_err(|problem| match problem {
+        HeaderProblem::Corrupt(reason) => PersistenceError::Corrupt {
+            id: id.clone(),
+            location: location.clone(),
+            line: Some(1),
+            reason,
+        },
+        HeaderProblem::Version(found) => PersistenceError::UnsupportedVersion {
+            id: id.clone(),
+            location: location.clone(),
+            found,
+            supported: SESSION_FORMAT_VERSION,
+        },
+    })?;
+    if &header.id != id {
+        return Err(PersistenceError::IdMismatch {
+            requested: id.clone(),
+            found: header.id,
+            location: location.clone(),
+        });
+    }
+    Ok(header)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::io::{self, BufRead};
 use std::sync::Arc;
 
-use dsh_session::{EventType, MAX_EVENT_BYTES, SessionEvent};
+use crate::{EventType, MAX_EVENT_BYTES, SessionEvent};
 
 /// One physical record.
 pub enum Record {
@@ -110,7 +110,7 @@ pub struct Analysis {
 
 /// Whether a `turn/start` carries the turn number crash repair needs to close it.
 fn turn_start_is_closable(event: &SessionEvent) -> bool {
-    serde_json::from_str::<dsh_session::TurnStart>(event.data.get()).is_ok()
+    serde_json::from_str::<crate::TurnStart>(event.data.get()).is_ok()
 }
 
 /// Analyses the records after the header (which ended at `offset`, on line 1). The file is
