@@ -56,7 +56,10 @@ fn ci_entry_point_and_readme() {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
     assert_eq!(commands.last(), Some(&"cargo xtask ci \"$@\""));
-    assert!(commands.contains(&"trap pg_stop EXIT"), "PostgreSQL stops at the end");
+    assert!(
+        commands.contains(&"trap pg_stop EXIT"),
+        "PostgreSQL stops at the end"
+    );
     assert!(
         commands.iter().any(|c| c.starts_with("cd ")),
         "changes to the root first"

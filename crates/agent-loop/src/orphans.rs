@@ -21,6 +21,7 @@ pub(crate) async fn end_orphans(
 ) -> Vec<(SessionId, String)> {
     let query = ListQuery {
         cwd: Some(cwd.to_owned()),
+        project: None,
     };
     let listing = match persistence.list(&query).await {
         Ok(listing) => listing,

@@ -85,9 +85,9 @@ async fn serve(
     };
     let mut config = config(&settings, title);
     config.auth_required = guidance;
-    let sessions = crate::compose::sessions_dir(&settings)?;
+    let store = crate::store::Store::prepared(&settings)?;
     let mut signals = Signals::new()?;
-    let runtime = crate::compose::compose(&settings, &sessions, model).await?;
+    let runtime = crate::compose::compose(&settings, &store, model).await?;
     // An editor shows an agent's stderr as its log: the one place to say it.
     for notice in crate::compose::start_notices(&runtime, &settings) {
         tracing::warn!("{notice}");

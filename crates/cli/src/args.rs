@@ -200,9 +200,13 @@ pub enum SessionsCommand {
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: usize,
-        /// Only sessions started in the current directory.
+        /// Only sessions started in the current directory (not elsewhere in its project).
         #[arg(long)]
         here: bool,
+        /// Sessions of every project, not only of the current one (every clone of its
+        /// repository, at the same path within it).
+        #[arg(long)]
+        all_projects: bool,
         /// Also sessions in which no model ever answered (a run that failed first), and
         /// subagents' sessions.
         #[arg(long)]

@@ -5,8 +5,7 @@
 //! Every exit path but SIGKILL ends in `Runtime::shutdown`, which disposes in reverse order,
 //! so every session log is closed.
 
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use dsh_agent::AgentOptions;
@@ -17,7 +16,6 @@ use dsh_hooks_command::HooksPlugin;
 use dsh_kernel::{Plugin, Runtime};
 use dsh_mcp_rmcp::RmcpPlugin;
 use dsh_session::SessionStorePlugin;
-use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_shell::SandboxPolicy;
 use dsh_shell_local::{LocalShellConfig, ShellLocalPlugin};
 use dsh_tool_bash::{BashToolsPlugin, ToolBashConfig};
@@ -29,28 +27,17 @@ use dsh_tools::{ToolRegistry, ToolRegistryPlugin};
 
 use crate::exit::Failure;
 use crate::settings::Settings;
-
-/// The sessions directory of `settings`, created (private to the user) if it is missing: the
-/// one setup every command that writes sessions shares.
-pub fn sessions_dir(settings: &Settings) -> Result<PathBuf, Failure> {
-    let sessions = settings.sessions_dir();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&sessions)
-        .map_err(|e| Failure::internal(format!("cannot create {}: {e}", sessions.display())))?;
-    Ok(sessions)
-}
+use crate::store::Store;
 
 /// Builds the runtime with every plugin loaded, the model from `model` (none: a server that
 /// refuses sessions until the user sets a key up).
 pub async fn compose(
     settings: &Settings,
-    sessions: &Path,
+    store: &Store,
     model: Option<Box<dyn Plugin>>,
 ) -> Result<Arc<Runtime>, Failure> {
     let runtime = Arc::new(Runtime::new());
-    let loaded = load_all(&runtime, settings, sessions, model).await;
+    let loaded = load_all(&runtime, settings, store, model).await;
     if let Err(failure) = loaded {
         runtime.shutdown().await;
         return Err(failure);
@@ -61,18 +48,16 @@ pub async fn compose(
 async fn load_all(
     runtime: &Runtime,
     settings: &Settings,
-    sessions: &Path,
+    store: &Store,
     model: Option<Box<dyn Plugin>>,
 ) -> Result<(), Failure> {
     let failed = |what: &str, e: dsh_kernel::KernelError| {
         Failure::internal(format!("cannot start {what}: {e}"))
     };
     runtime
-        .load(JsonlPlugin {
-            config: JsonlConfig::new(sessions),
-        })
+        .load(store.plugin())
         .await
-        .map_err(|e| failed("the session log", e))?;
+        .map_err(|e| failed(&format!("the session store ({})", store.shown()), e))?;
     runtime
         .load(SessionStorePlugin)
         .await

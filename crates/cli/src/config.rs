@@ -24,10 +24,12 @@ pub fn config(global: &Global, as_json: bool) -> u8 {
 fn render(global: &Global, as_json: bool) -> Result<String, Failure> {
     let s = Settings::resolve(global, CommandFlags::default())?;
     let rows = s.resolved.iter().map(|r| {
-        let value = r
-            .text
-            .as_deref()
-            .map_or(Value::Null, |text| r.key.kind.json(text));
+        let value = match (r.key.name, r.text.as_deref()) {
+            // What the database is, never its password.
+            ("sessions_url", Some(url)) => dsh_session_postgres::describe(url)
+                .map_or(Value::Null, |(shown, _)| Value::String(shown)),
+            (_, text) => text.map_or(Value::Null, |text| r.key.kind.json(text)),
+        };
         (r.key.name.to_owned(), value, r.source.clone())
     });
     let var = &s.api_key_env.value;

@@ -51,11 +51,11 @@ async fn session(global: &Global, args: &InteractiveArgs) -> Result<u8, Failure>
     };
     let settings = crate::remember::settings_for(settings, global, flags, &target).await?;
     let chosen = crate::model::choose(&settings)?;
-    let sessions = crate::compose::sessions_dir(&settings)?;
-    let runtime = crate::compose::compose(&settings, &sessions, Some(chosen.plugin)).await?;
+    let store = crate::store::Store::prepared(&settings)?;
+    let runtime = crate::compose::compose(&settings, &store, Some(chosen.plugin)).await?;
     // Before the screen is taken: the question about the project's untrusted hooks.
     crate::hooks::ask_trust(&runtime).await;
-    let ran = open(&runtime, &settings, &sessions, target, args, &chosen.label).await;
+    let ran = open(&runtime, &settings, &store, target, args, &chosen.label).await;
     runtime.shutdown().await;
     let finished = ran?;
     if let Some(id) = finished.session {
@@ -67,7 +67,7 @@ async fn session(global: &Global, args: &InteractiveArgs) -> Result<u8, Failure>
 async fn open(
     runtime: &dsh_kernel::Runtime,
     settings: &Settings,
-    sessions: &Path,
+    store: &crate::store::Store,
     target: Target,
     args: &InteractiveArgs,
     label: &str,
@@ -80,7 +80,7 @@ async fn open(
         (Target::New, Some(_)) => Open::Pick,
         (Target::New, None) => Open::New,
         (Target::Named(_) | Target::Newest, _) => {
-            match find(&*persistence, &target, sessions).await? {
+            match find(&*persistence, &target, store).await? {
                 Some(id) => Open::Resume(id.to_string()),
                 None => Open::New,
             }

@@ -11,7 +11,7 @@ pub const MIN_PREFIX: usize = 8;
 /// The session an argument names: a full id directly, else a unique prefix.
 pub async fn resolve(
     persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+    store: &crate::store::Store,
     arg: &str,
 ) -> Result<SessionId, Failure> {
     let unknown = || Failure {
@@ -19,7 +19,7 @@ pub async fn resolve(
         code: "unknown_session",
         message: format!(
             "no session '{arg}' in {}; see `dsh sessions list`",
-            dir.display()
+            store.shown()
         ),
     };
     if let Ok(id) = SessionId::parse(arg)

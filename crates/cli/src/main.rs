@@ -38,6 +38,7 @@ mod sessions;
 mod settings;
 mod signals;
 mod status;
+mod store;
 mod window;
 
 use std::process::ExitCode;

@@ -3,14 +3,11 @@
 //! key is never stored; it is read from the environment as always.
 //!
 //! Read before anything is composed (the model provider depends on it), straight from the
-//! JSONL logs and without changing them.
-
-use std::path::Path;
+//! session store and without changing it.
 
 use dsh_agent::SessionConfig;
 use dsh_agent::record::Record;
-use dsh_session::{EventVocabulary, SessionPersistence};
-use dsh_session_jsonl::{JsonlConfig, JsonlPersistence};
+use dsh_session::EventVocabulary;
 
 use crate::run::{Target, find};
 
@@ -25,7 +22,10 @@ pub async fn settings_for(
     if settings.replay.is_some() {
         return Ok(settings);
     }
-    let remembered = of(&settings.sessions_dir(), target).await;
+    let remembered = match crate::store::Store::of(&settings) {
+        Ok(store) => of(&store, target).await,
+        Err(_) => Remembered::default(),
+    };
     match remembered == Remembered::default() {
         true => Ok(settings),
         false => crate::settings::Settings::resolve_for(global, flags, &remembered),
@@ -41,23 +41,26 @@ pub struct Remembered {
 
 /// What the session `target` names remembers; nothing when it names none, or none is found
 /// (the run then reports that the usual way).
-pub async fn of(sessions: &Path, target: &Target) -> Remembered {
-    if matches!(target, Target::New) || !sessions.is_dir() {
+pub async fn of(store: &crate::store::Store, target: &Target) -> Remembered {
+    if matches!(target, Target::New) || store.surely_empty() {
         return Remembered::default();
     }
-    let Ok(persistence) = JsonlPersistence::new(JsonlConfig::new(sessions)) else {
+    let Ok(persistence) = store.open().await else {
         return Remembered::default();
     };
-    let Ok(Some(id)) = find(&*persistence, target, sessions).await else {
-        return Remembered::default();
+    let remembered = match find(&*persistence, target, store).await {
+        Ok(Some(id)) => match persistence.inspect(&id, &EventVocabulary::new()).await {
+            Ok(loaded) => remembered(&loaded.events),
+            Err(e) => {
+                tracing::debug!(session = %id, "its server is not known: {e}");
+                Remembered::default()
+            }
+        },
+        Ok(None) | Err(_) => Remembered::default(),
     };
-    match persistence.inspect(&id, &EventVocabulary::new()).await {
-        Ok(loaded) => remembered(&loaded.events),
-        Err(e) => {
-            tracing::debug!(session = %id, "its server is not known: {e}");
-            Remembered::default()
-        }
-    }
+    // A database's provider holds a pool and a renewal task: closed, not left behind.
+    let _ = persistence.shutdown().await;
+    remembered
 }
 
 /// The last recorded server, and the model chosen for the session or else the one that last

@@ -16,7 +16,7 @@ use dsh_agent::{
     ResumeAgent, TurnOutcome, TurnTicket, UserMessage,
 };
 use dsh_kernel::Runtime;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dsh_session::{
     Interest, ListQuery, SessionId, SessionPersistence, SessionStore, TurnEndReason,
@@ -35,6 +35,7 @@ use crate::model;
 use crate::render::{Renderer, View, fit, stderr_width};
 use crate::settings::{CommandFlags, Settings, Source};
 use crate::signals::{Quit, Signals};
+use crate::store::Store;
 
 /// How long a forced teardown (second Ctrl-C, SIGTERM) may take.
 const FORCED_TEARDOWN: Duration = Duration::from_secs(2);
@@ -175,14 +176,14 @@ async fn prepare(global: &Global, args: &RunArgs) -> Result<Prepared, Failure> {
 }
 
 async fn execute(prepared: Prepared, view: View) -> u8 {
-    let sessions = match crate::compose::sessions_dir(&prepared.settings) {
-        Ok(sessions) => sessions,
+    let store = match Store::prepared(&prepared.settings) {
+        Ok(store) => store,
         Err(failure) => return report(&failure, view),
     };
     let replay = prepared.chosen.replay.clone();
     let label = prepared.chosen.label.clone();
     let runtime =
-        match crate::compose::compose(&prepared.settings, &sessions, Some(prepared.chosen.plugin))
+        match crate::compose::compose(&prepared.settings, &store, Some(prepared.chosen.plugin))
             .await
         {
             Ok(runtime) => runtime,
@@ -225,7 +226,7 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
         },
         view,
         &label,
-        &sessions,
+        &store,
     )
     .await;
     runtime.shutdown().await;
@@ -242,21 +243,23 @@ async fn execute(prepared: Prepared, view: View) -> u8 {
 pub async fn find(
     persistence: &dyn SessionPersistence,
     target: &Target,
-    sessions: &Path,
+    store: &Store,
 ) -> Result<Option<SessionId>, Failure> {
     match target {
         Target::New => Ok(None),
-        Target::Named(arg) => Ok(Some(
-            crate::lookup::resolve(persistence, sessions, arg).await?,
-        )),
+        Target::Named(arg) => Ok(Some(crate::lookup::resolve(persistence, store, arg).await?)),
         Target::Newest => {
             let cwd = std::env::current_dir().map_err(|e| {
                 Failure::internal(format!("cannot read the working directory: {e}"))
             })?;
+            // The newest of this project: started in this clone or another one, on this
+            // machine or another sharing the store.
+            let project = dsh_session::project_of(&cwd);
             let cwd = cwd.display().to_string();
             let listing = persistence
                 .list(&ListQuery {
-                    cwd: Some(cwd.clone()),
+                    cwd: None,
+                    project: Some(project),
                 })
                 .await
                 .map_err(|e| Failure::internal(e.to_string()))?;
@@ -333,13 +336,13 @@ pub fn explicit(settings: &Settings) -> Vec<ConfigChange> {
 async fn start(
     runtime: &Runtime,
     how: Start,
-    sessions: &Path,
+    store: &Store,
 ) -> Result<(AgentHandle, bool), Failure> {
     let persistence = runtime
         .scope()
         .require::<dyn SessionPersistence>()
         .map_err(|e| Failure::internal(format!("no session storage: {e}")))?;
-    let session = find(&*persistence, &how.target, sessions).await?;
+    let session = find(&*persistence, &how.target, store).await?;
     let registry = runtime
         .scope()
         .require::<dyn AgentRegistry>()
@@ -454,7 +457,7 @@ async fn turn(
     how: Start,
     view: View,
     label: &str,
-    sessions: &Path,
+    store: &Store,
 ) -> u8 {
     let mode = how
         .approval
@@ -464,7 +467,7 @@ async fn turn(
     let (rules, remembered) = (how.rules.clone(), how.remembered.clone());
     let auth_hint = how.auth_hint.clone();
     let prices = how.prices.clone();
-    let (handle, resumed) = match start(runtime, how, sessions).await {
+    let (handle, resumed) = match start(runtime, how, store).await {
         Ok(started) => started,
         Err(failure) => return report(&failure, view),
     };
@@ -545,7 +548,7 @@ async fn turn(
             session_id: id.to_string(),
             resumed,
             model: info,
-            data_dir: sessions.parent().map(|p| p.display().to_string()),
+            data_dir: store.data_dir(),
             path: path.map(|p| p.display().to_string()),
         });
     }

@@ -10,7 +10,6 @@ use dsh_session::{
     CloseIntent, EventType, EventVocabulary, ListQuery, LoadedSession, Origin, PersistenceError,
     SESSION_TITLE, SessionEvent, SessionPersistence, SessionSummary, TitleRecord, TitleSource,
 };
-use dsh_session_jsonl::{JsonlConfig, JsonlPlugin};
 use dsh_tools::safe_text::SafeText;
 
 use crate::args::{ColorChoice, Global, SessionsCommand};
@@ -19,6 +18,7 @@ use crate::exit::Failure;
 use crate::lookup::{MIN_PREFIX, resolve};
 use crate::render::Renderer;
 use crate::settings::{CommandFlags, Settings};
+use crate::store::Store;
 
 /// Runs `dsh sessions …`; returns the exit status.
 pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
@@ -34,12 +34,18 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
             );
         }
     };
-    let dir = settings.sessions_dir();
+    let store = match Store::of(&settings) {
+        Ok(store) => store,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            return failure.status;
+        }
+    };
     // Nothing stored yet: answer without opening (and so creating) the store.
-    if !dir.is_dir() {
+    if store.surely_empty() {
         return match command {
             SessionsCommand::List { json: false, .. } => {
-                say(&format!("no sessions in {}\n", dir.display()));
+                say(&format!("no sessions in {}\n", store.shown()));
                 0
             }
             SessionsCommand::List { json: true, .. } => 0,
@@ -48,7 +54,7 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
             | SessionsCommand::Rename { id, .. } => {
                 eprintln!(
                     "error: no session '{id}' in {}; see `dsh sessions list`",
-                    dir.display()
+                    store.shown()
                 );
                 1
             }
@@ -57,11 +63,9 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
     let runtime = Arc::new(Runtime::new());
     let result = async {
         runtime
-            .load(JsonlPlugin {
-                config: JsonlConfig::new(&dir),
-            })
+            .load(store.plugin())
             .await
-            .map_err(|e| Failure::internal(format!("cannot open {}: {e}", dir.display())))?;
+            .map_err(|e| Failure::internal(format!("cannot open {}: {e}", store.shown())))?;
         let persistence = runtime
             .scope()
             .require::<dyn SessionPersistence>()
@@ -72,14 +76,16 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
                 limit,
                 here,
                 all,
+                all_projects,
             } => {
                 let what = Listing {
                     json: *json,
                     limit: *limit,
                     here: *here,
                     all: *all,
+                    all_projects: *all_projects,
                 };
-                list(&*persistence, &dir, what).await
+                list(&*persistence, &store, what).await
             }
             SessionsCommand::Show {
                 id,
@@ -87,7 +93,7 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
                 color: _,
                 system: true,
                 children: _,
-            } => show_system(&*persistence, &dir, id, *json).await,
+            } => show_system(&*persistence, &store, id, *json).await,
             SessionsCommand::Show {
                 id,
                 json,
@@ -100,10 +106,10 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
                     color: *color,
                     children: *children,
                 };
-                show(&runtime, &*persistence, &dir, id, how).await
+                show(&runtime, &*persistence, &store, id, how).await
             }
-            SessionsCommand::Rm { id } => remove(&*persistence, &dir, id).await,
-            SessionsCommand::Rename { id, title } => rename(&*persistence, &dir, id, title).await,
+            SessionsCommand::Rm { id } => remove(&*persistence, &store, id).await,
+            SessionsCommand::Rename { id, title } => rename(&*persistence, &store, id, title).await,
         }
     }
     .await;
@@ -182,11 +188,12 @@ struct Listing {
     limit: usize,
     here: bool,
     all: bool,
+    all_projects: bool,
 }
 
 async fn list(
     persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+    store: &Store,
     what: Listing,
 ) -> Result<(), Failure> {
     let Listing {
@@ -194,18 +201,21 @@ async fn list(
         limit,
         here,
         all,
+        all_projects,
     } = what;
-    let cwd = if here {
-        Some(
-            std::env::current_dir()
-                .map_err(failed)?
-                .display()
-                .to_string(),
-        )
-    } else {
-        None
+    let here_dir = std::env::current_dir().map_err(failed)?;
+    let query = match (here, all_projects) {
+        (true, _) => ListQuery {
+            cwd: Some(here_dir.display().to_string()),
+            project: None,
+        },
+        (false, true) => ListQuery::default(),
+        (false, false) => ListQuery {
+            cwd: None,
+            project: Some(dsh_session::project_of(&here_dir)),
+        },
     };
-    let listing = persistence.list(&ListQuery { cwd }).await.map_err(failed)?;
+    let listing = persistence.list(&query).await.map_err(failed)?;
     if let Some(first) = listing.skipped.first() {
         eprintln!(
             "warning: skipped {} unreadable logs (first: {}: {})",
@@ -265,7 +275,12 @@ async fn list(
             none if none.is_empty() => none,
             some => format!(" ({some}: --all shows them)"),
         };
-        say(&format!("no sessions in {}{more}\n", dir.display()));
+        let scope = match (&query.cwd, &query.project) {
+            (Some(cwd), _) => format!(" for {cwd}"),
+            (None, Some(_)) => " for this project (--all-projects shows every project's)".into(),
+            (None, None) => String::new(),
+        };
+        say(&format!("no sessions in {}{scope}{more}\n", store.shown()));
         return Ok(());
     }
     let ids: Vec<String> = listing
@@ -343,10 +358,10 @@ fn ids_of(s: &SessionSummary) -> String {
 /// The stored session `arg` names, read without changing it.
 async fn stored(
     persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+    store: &Store,
     arg: &str,
 ) -> Result<LoadedSession, Failure> {
-    let id = resolve(persistence, dir, arg).await?;
+    let id = resolve(persistence, store, arg).await?;
     persistence
         .inspect(&id, &EventVocabulary::new())
         .await
@@ -366,7 +381,7 @@ async fn children_of(
     persistence: &dyn SessionPersistence,
     parent: &dsh_session::SessionId,
 ) -> Vec<(String, dsh_session::SessionId)> {
-    let Ok(listing) = persistence.list(&ListQuery { cwd: None }).await else {
+    let Ok(listing) = persistence.list(&ListQuery::default()).await else {
         return Vec::new();
     };
     let mut children: Vec<(i64, String, dsh_session::SessionId)> = listing
@@ -388,7 +403,7 @@ async fn children_of(
 async fn show(
     runtime: &Runtime,
     persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+    store: &Store,
     arg: &str,
     how: Showing,
 ) -> Result<(), Failure> {
@@ -397,7 +412,7 @@ async fn show(
         color,
         children: inline,
     } = how;
-    let loaded = stored(persistence, dir, arg).await?;
+    let loaded = stored(persistence, store, arg).await?;
     if json {
         let mut out = Vec::new();
         for event in &loaded.events {
@@ -479,11 +494,11 @@ async fn show_children(
 /// every recorded version as a JSON line).
 async fn show_system(
     persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+    store: &Store,
     arg: &str,
     json: bool,
 ) -> Result<(), Failure> {
-    let loaded = stored(persistence, dir, arg).await?;
+    let loaded = stored(persistence, store, arg).await?;
     let records: Vec<InstructionsRecord> = loaded
         .events
         .iter()
@@ -524,10 +539,10 @@ async fn show_system(
 
 async fn remove(
     persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+    store: &Store,
     arg: &str,
 ) -> Result<(), Failure> {
-    let id = resolve(persistence, dir, arg).await?;
+    let id = resolve(persistence, store, arg).await?;
     persistence.delete(&id).await.map_err(failed)?;
     say(&format!("removed {id}\n"));
     Ok(())
@@ -537,7 +552,7 @@ async fn remove(
 /// is open in a dsh (rename it there, or once it closed).
 async fn rename(
     persistence: &dyn SessionPersistence,
-    dir: &std::path::Path,
+    store: &Store,
     arg: &str,
     title: &str,
 ) -> Result<(), Failure> {
@@ -548,7 +563,7 @@ async fn rename(
             message: "the title holds no text".into(),
         });
     };
-    let id = resolve(persistence, dir, arg).await?;
+    let id = resolve(persistence, store, arg).await?;
     let open_elsewhere = |e: PersistenceError| match e {
         PersistenceError::Locked { .. } | PersistenceError::Live { .. } => Failure {
             status: 1,

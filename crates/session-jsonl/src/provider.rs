@@ -291,7 +291,22 @@ impl SessionPersistence for JsonlPersistence {
             ),
             None => None,
         };
-        on_pool(None, "list", move || list::list(&root, cwd.as_deref())).await
+        let project = query.project.clone();
+        on_pool(None, "list", move || {
+            let mut listing = list::list(&root, cwd.as_deref());
+            if let Some(project) = project {
+                // A project is the same for every session of one directory: asked once each.
+                let mut of: std::collections::HashMap<String, String> = Default::default();
+                listing.sessions.retain(|s| {
+                    let cwd = &s.header.cwd;
+                    of.entry(cwd.clone())
+                        .or_insert_with(|| dsh_session::project_of(std::path::Path::new(cwd)))
+                        == &project
+                });
+            }
+            listing
+        })
+        .await
     }
 
     async fn locate(&self, id: &SessionId) -> Result<Option<SessionLocation>, PersistenceError> {

@@ -27,15 +27,16 @@ pub(crate) fn config_error(reason: impl Into<String>) -> PersistenceError {
     }
 }
 
-/// Builds the pool for `config` (connecting lazily).
-pub(crate) fn pool(config: &PostgresConfig) -> Result<Connected, PersistenceError> {
-    if !crate::config::valid_schema(&config.schema) {
-        return Err(config_error(format!(
-            "schema `{}` is not a plain lower-case identifier",
-            config.schema
-        )));
-    }
-    let mut pg = tokio_postgres::Config::from_str(&config.url)
+/// What `url` names, as messages show it (`postgres://user@host:port/db`, never a password),
+/// and whether it holds a password; a connection string that does not parse is an error.
+pub fn describe(url: &str) -> Result<(String, bool), PersistenceError> {
+    let (pg, shown) = parse(url)?;
+    Ok((shown, pg.get_password().is_some()))
+}
+
+/// `url` parsed, with libpq's defaults for what it leaves out, and how it is shown.
+fn parse(url: &str) -> Result<(tokio_postgres::Config, String), PersistenceError> {
+    let mut pg = tokio_postgres::Config::from_str(url)
         .map_err(|e| config_error(format!("sessions_url: {e}")))?;
     if pg.get_user().is_none() {
         let user = std::env::var("PGUSER")
@@ -57,6 +58,28 @@ pub(crate) fn pool(config: &PostgresConfig) -> Result<Connected, PersistenceErro
         }
     };
     let port = pg.get_ports().first().copied().unwrap_or(5432);
+    Ok((pg, format!("postgres://{user}@{host}:{port}/{database}")))
+}
+
+/// Builds the pool for `config` (connecting lazily).
+pub(crate) fn pool(config: &PostgresConfig) -> Result<Connected, PersistenceError> {
+    if !crate::config::valid_schema(&config.schema) {
+        return Err(config_error(format!(
+            "schema `{}` is not a plain lower-case identifier",
+            config.schema
+        )));
+    }
+    let (mut pg, shown) = parse(&config.url)?;
+    let (user, database) = (
+        pg.get_user().unwrap_or_default().to_owned(),
+        pg.get_dbname().unwrap_or_default().to_owned(),
+    );
+    let host = match pg.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => String::new(),
+    };
+    let port = pg.get_ports().first().copied().unwrap_or(5432);
     if pg.get_password().is_none()
         && let Some(password) = crate::password::lookup(&host, port, &database, &user)
     {
@@ -70,7 +93,6 @@ pub(crate) fn pool(config: &PostgresConfig) -> Result<Connected, PersistenceErro
         config.schema
     );
     pg.options(options.trim());
-    let shown = format!("postgres://{user}@{host}:{port}/{database}");
     let recycling = ManagerConfig {
         recycling_method: RecyclingMethod::Fast,
     };

@@ -34,6 +34,7 @@ mod store;
 mod write;
 
 pub use config::{PostgresConfig, host_name};
+pub use connect::describe;
 pub use plugin::PostgresPlugin;
 pub use provider::PostgresPersistence;
 

@@ -313,9 +313,9 @@ impl SessionPersistence for PostgresPersistence {
         let rows = client
             .query(
                 "SELECT id, header, updated_at, title FROM dsh_sessions
-                  WHERE $1::text IS NULL OR cwd = $1
+                  WHERE ($1::text IS NULL OR cwd = $1) AND ($2::text IS NULL OR project = $2)
                   ORDER BY updated_at DESC, id",
-                &[&cwd],
+                &[&cwd, &query.project],
             )
             .await
             .map_err(|e| io(None, &self.store.shown, op, e))?;

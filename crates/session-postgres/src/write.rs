@@ -214,10 +214,10 @@ impl Open {
                          WHERE session_id = $1 AND token = $2 RETURNING 1),
                      sess AS (
                         INSERT INTO dsh_sessions (id, header, cwd, parent, created_at,
-                                                  updated_at, title, bytes, revision)
+                                                  updated_at, title, bytes, revision, project)
                         SELECT $1, $5, $6, $7, $8,
                                (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
-                               $9, length($3::bytea), nextval('dsh_revision')
+                               $9, length($3::bytea), nextval('dsh_revision'), $10
                           FROM lease
                         ON CONFLICT (id) DO NOTHING
                         RETURNING revision),
@@ -235,6 +235,7 @@ impl Open {
                         &self.header.parent.as_ref().map(SessionId::as_str),
                         &self.header.created_at,
                         &title,
+                        &dsh_session::project_of(std::path::Path::new(&self.header.cwd)),
                     ],
                 )
                 .await

@@ -12,6 +12,7 @@ use dsh_session::{
     SessionId, SessionPersistence,
 };
 use dsh_session_postgres::{PostgresConfig, PostgresPersistence};
+use dsh_test_providers::postgres::expire_leases;
 use serde_json::value::RawValue;
 
 async fn instance(url: &str, schema: &str, host: &str) -> Arc<PostgresPersistence> {
@@ -67,22 +68,6 @@ async fn stored_mid_turn(p: &PostgresPersistence, id: &str) -> SessionHeader {
     .unwrap();
     p.close(&hd.id, CloseIntent::Flush).await.unwrap();
     hd
-}
-
-async fn expire_leases(url: &str, schema: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-        .execute(
-            &format!(
-                "UPDATE {schema}.dsh_leases SET expires_at = clock_timestamp() - interval '1 s'"
-            ),
-            &[],
-        )
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -37,6 +37,7 @@ mod observer;
 mod payload;
 mod persistence;
 mod plugin;
+mod project;
 pub mod repair;
 mod session;
 mod store;
@@ -59,6 +60,7 @@ pub use persistence::{
     SessionLocation, SessionPersistence, SessionSummary, SkippedLog, StoreRevision, check_writable,
 };
 pub use plugin::SessionStorePlugin;
+pub use project::project_of;
 pub use session::{Restored, Session, SessionState};
 pub use store::{SessionSpec, SessionStore};
 pub use title::{MAX_TITLE_CHARS, SESSION_TITLE, TitleRecord, TitleSource, title_of};

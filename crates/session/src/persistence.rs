@@ -89,6 +89,9 @@ pub struct LoadedSession {
 pub struct ListQuery {
     /// Only sessions of this working directory.
     pub cwd: Option<String>,
+    /// Only sessions of this project (see [`crate::project_of`]): a session started in any
+    /// clone of the same repository, at the same path within it.
+    pub project: Option<String>,
 }
 
 /// One listed session.

@@ -14,6 +14,7 @@
 
 pub mod mock_model;
 pub mod persistence_contract;
+pub mod postgres;
 pub mod recorded;
 
 /// The real providers a crate's tests may run against, reached through this crate only.
@@ -23,5 +24,6 @@ pub mod providers {
     pub use dsh_llm_openai::{ApiKey, OpenAiConfig, OpenAiPlugin};
     pub use dsh_llm_replay::{ReplayModel, ReplayPlugin, ReplayScript};
     pub use dsh_session_jsonl::{JsonlConfig, JsonlPersistence, JsonlPlugin};
+    pub use dsh_session_postgres::{PostgresConfig, PostgresPersistence, PostgresPlugin};
     pub use dsh_shell_local::{LocalShellConfig, LocalShellExecutor, ShellLocalPlugin};
 }

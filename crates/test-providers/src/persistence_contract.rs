@@ -33,6 +33,7 @@ pub async fn run(h: &dyn Harness) {
     barrier(h).await;
     close_and_load_guards(h).await;
     listing(h).await;
+    projects(h).await;
     shutdown(h).await;
     headers(h).await;
     damage_before_last_turn(h).await;
@@ -302,6 +303,7 @@ async fn listing(h: &dyn Harness) {
     let other = p
         .list(&ListQuery {
             cwd: Some("/other/".into()),
+            project: None,
         })
         .await
         .expect("list");
@@ -312,6 +314,41 @@ async fn listing(h: &dyn Harness) {
     let again = p.list(&ListQuery::default()).await.expect("list");
     assert_eq!(again.sessions.len(), 19);
     assert_eq!(again.skipped.len(), 1);
+}
+
+/// A listing by project finds a session started in another clone of the same repository,
+/// and nothing of another project.
+async fn projects(h: &dyn Harness) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = h.provider(dir.path());
+    let repos = tempfile::tempdir().expect("tempdir");
+    for clone in ["one", "two"] {
+        let git = repos.path().join(clone).join(".git");
+        std::fs::create_dir_all(&git).expect("clone");
+        std::fs::create_dir_all(repos.path().join(clone).join("src")).expect("src");
+        std::fs::write(
+            git.join("config"),
+            "[remote \"origin\"]\n\turl = git@example.org:team/app.git\n",
+        )
+        .expect("config");
+    }
+    let mut mine = header("in-clone-one");
+    mine.cwd = repos.path().join("one/src").display().to_string();
+    store(&*p, &mine, &turns(0, 1)).await;
+    let mut other = header("elsewhere");
+    other.cwd = "/elsewhere".into();
+    store(&*p, &other, &turns(0, 1)).await;
+    let query = ListQuery {
+        cwd: None,
+        project: Some(dsh_session::project_of(&repos.path().join("two/src"))),
+    };
+    let found = p.list(&query).await.expect("list");
+    let ids: Vec<&str> = found
+        .sessions
+        .iter()
+        .map(|s| s.header.id.as_str())
+        .collect();
+    assert_eq!(ids, ["in-clone-one"]);
 }
 
 /// Shutdown flushes open sessions; afterwards every call is `Closed`.

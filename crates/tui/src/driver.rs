@@ -473,7 +473,7 @@ impl Driver {
         let listing = self
             .services
             .persistence
-            .list(&ListQuery { cwd: None })
+            .list(&ListQuery::default())
             .await
             .map_err(|e| format!("cannot list the sessions: {e}"))?;
         let matching: Vec<&SessionId> = listing
@@ -528,7 +528,12 @@ impl Driver {
         let cwd = self.opening.root.display().to_string();
         let current = self.session();
         tokio::spawn(async move {
-            let listing = persistence.list(&ListQuery { cwd: Some(cwd) }).await;
+            let listing = persistence
+                .list(&ListQuery {
+                    cwd: Some(cwd),
+                    project: None,
+                })
+                .await;
             let entries = match listing {
                 Ok(listing) => listing
                     .sessions

@@ -88,7 +88,7 @@ pub(crate) fn list_sessions(conn: &Arc<Conn>, reply: Reply, request: ListSession
             return reply.send(Err(RpcError::bad_field("cwd", message)));
         }
     };
-    let query = ListQuery { cwd };
+    let query = ListQuery { cwd, project: None };
     let conn2 = conn.clone();
     spawn_setup(conn, async move {
         let listed = setup_contained("session/list", async {

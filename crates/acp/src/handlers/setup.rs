@@ -309,6 +309,7 @@ async fn stored_children(
     let persistence = &conn.services().persistence;
     let query = dsh_session::ListQuery {
         cwd: Some(cwd.to_owned()),
+        project: None,
     };
     let Ok(listing) = persistence.list(&query).await else {
         return Vec::new();

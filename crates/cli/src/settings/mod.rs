@@ -87,6 +87,8 @@ pub struct Settings {
     /// Every setting of the table, in its order (what `dsh config` shows).
     pub resolved: Vec<Resolved>,
     pub data_dir: Set<PathBuf>,
+    /// `sessions_url`: sessions in this PostgreSQL database instead of the data directory.
+    pub sessions_url: Option<Set<String>>,
     pub model: Set<String>,
     pub base_url: Set<String>,
     /// The variable holding the key; empty when the server needs none.
@@ -179,6 +181,7 @@ impl Settings {
         };
         Ok(Settings {
             data_dir: typed.get(&DATA_DIR)?,
+            sessions_url: sessions_url(typed.optional(&SESSIONS_URL)?)?,
             model: typed.get(&MODEL)?,
             base_url: typed.get(&BASE_URL)?,
             api_key_env: typed.get(&API_KEY_ENV)?,
@@ -445,6 +448,24 @@ fn anchor_paths(resolved: &mut [Resolved]) {
             r.text = Some(base.join(text).display().to_string());
         }
     }
+}
+
+/// `sessions_url` as given; one from the configuration file may not hold a password (a file
+/// is copied, shared and committed): that belongs in the environment or `~/.pgpass`.
+fn sessions_url(url: Option<Set<String>>) -> Result<Option<Set<String>>, Failure> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let (_, password) =
+        dsh_session_postgres::describe(&url.value).map_err(|e| Failure::config(e.to_string()))?;
+    if password && matches!(url.source, Source::File { .. }) {
+        return Err(Failure::config(format!(
+            "sessions_url ({}) holds a password; a configuration file must not: put it in \
+             PGPASSWORD or ~/.pgpass (or the whole URL in DSH_SESSIONS_URL)",
+            url.source
+        )));
+    }
+    Ok(Some(url))
 }
 
 pub(crate) fn default_data_dir() -> Result<PathBuf, Failure> {

@@ -802,6 +802,7 @@ async fn listing_a_relative_directory_is_an_invalid_query() {
     let p = JsonlPersistence::new(JsonlConfig::new(dir.path())).unwrap();
     let query = dsh_session::ListQuery {
         cwd: Some("relative/dir".into()),
+        project: None,
     };
     let err = p.list(&query).await.unwrap_err();
     assert!(
