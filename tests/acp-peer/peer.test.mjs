@@ -29,6 +29,15 @@ function sandbox(entries) {
 const started = [];
 after(() => started.forEach((child) => child.kill("SIGKILL")));
 
+// With DSH_PEER_SESSIONS_URL set, every scenario keeps its sessions in that PostgreSQL
+// database, each sandbox in a schema of its own.
+function storeEnv(box) {
+  const url = process.env.DSH_PEER_SESSIONS_URL;
+  if (!url) return {};
+  const schema = "peer_" + box.root.replace(/[^a-zA-Z0-9]/g, "").toLowerCase().slice(-20);
+  return { DSH_SESSIONS_URL: url, DSH_SESSIONS_SCHEMA: schema };
+}
+
 function start(box, extra = [], sdk = { ndJsonStream }) {
   const child = spawn(
     BIN,
@@ -36,7 +45,13 @@ function start(box, extra = [], sdk = { ndJsonStream }) {
     {
       cwd: box.work,
       // Unconfined, a command asks in accept-edits mode, as these scenarios expect.
-      env: { PATH: process.env.PATH, HOME: box.root, TERM: "dumb", DSH_SANDBOX: "full-access" },
+      env: {
+        PATH: process.env.PATH,
+        HOME: box.root,
+        TERM: "dumb",
+        DSH_SANDBOX: "full-access",
+        ...storeEnv(box),
+      },
       stdio: ["pipe", "pipe", "pipe"],
     },
   );

@@ -193,3 +193,80 @@ fn dsh_session_postgres_host() -> String {
         .trim()
         .to_owned()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_move_between_the_files_and_postgresql_byte_for_byte() {
+    use dsh_e2e::run_with_stdin;
+    let (Some(db), Some(bad_db)) = (fresh_database().await, fresh_database().await) else {
+        return;
+    };
+    let files = Sandbox::new();
+    for prompt in ["look around", "and again"] {
+        let out = files
+            .dsh(["run", "--replay", "demo", prompt])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let export = |sandbox: &Sandbox, url: Option<&str>| {
+        let mut command = sandbox.dsh(["sessions", "export"]);
+        if let Some(url) = url {
+            command.env("DSH_SESSIONS_URL", url);
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        out.stdout
+    };
+    let import = |sandbox: &Sandbox, url: Option<&str>, bytes: &[u8]| {
+        let mut command = sandbox.dsh(["sessions", "import"]);
+        if let Some(url) = url {
+            command.env("DSH_SESSIONS_URL", url);
+        }
+        run_with_stdin(command, bytes)
+    };
+    let from_files = export(&files, None);
+    assert_eq!(
+        text(&from_files)
+            .matches("\"format\":\"dsh-session\"")
+            .count(),
+        2
+    );
+    // Into the database and out again: the same bytes.
+    let imported = import(&files, Some(&db), &from_files);
+    assert_eq!(
+        imported.status.code(),
+        Some(0),
+        "{}",
+        text(&imported.stderr)
+    );
+    assert!(text(&imported.stderr).contains("imported 2 session(s)"));
+    let from_db = export(&files, Some(&db));
+    assert_eq!(text(&from_db), text(&from_files));
+    // Again: already stored, left as they are.
+    let twice = import(&files, Some(&db), &from_files);
+    assert!(
+        text(&twice.stderr).contains("2 already stored"),
+        "{}",
+        text(&twice.stderr)
+    );
+    // Into another machine's files, and out again: the same bytes.
+    let other = Sandbox::new();
+    let landed = import(&other, None, &from_db);
+    assert_eq!(landed.status.code(), Some(0), "{}", text(&landed.stderr));
+    assert_eq!(text(&export(&other, None)), text(&from_files));
+    // A damaged line costs its own session only, and says where it is.
+    let mut lines: Vec<String> = text(&from_files).lines().map(str::to_owned).collect();
+    let second = lines
+        .iter()
+        .rposition(|l| l.starts_with("{\"format\":"))
+        .unwrap();
+    lines[second + 2] = "{\"seq\":1,\"broken".into();
+    let damaged = format!("{}\n", lines.join("\n"));
+    let partly = import(&other, Some(&bad_db), damaged.as_bytes());
+    assert_eq!(partly.status.code(), Some(1), "{}", text(&partly.stderr));
+    let said = text(&partly.stderr);
+    assert!(said.contains(&format!("stdin:{}:", second + 3)), "{said}");
+    assert!(said.contains("imported 1 session(s)"), "{said}");
+    let kept = export(&other, Some(&bad_db));
+    assert_eq!(text(&kept).matches("\"format\":\"dsh-session\"").count(), 1);
+}

@@ -757,3 +757,40 @@ fn a_subagents_work_shows_under_its_task_and_its_question_names_it() {
     assert_eq!(code, 0, "{screen}");
     census(&marker);
 }
+
+/// The interactive terminal with its sessions in PostgreSQL: the same conversation, stored
+/// there and read back, nothing in the data directory.
+#[test]
+fn over_postgresql_the_terminal_keeps_and_reopens_its_conversation() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(url) = runtime.block_on(dsh_test_providers::postgres::fresh_database()) else {
+        return;
+    };
+    let model = Model::start(vec![
+        MockResponse::text("kept in the database"),
+        MockResponse::text("still there"),
+    ]);
+    let sandbox = Sandbox::new();
+    let marker = mark("postgres");
+    let env = [("DSH_SESSIONS_URL", url.as_str())];
+    let tui = dsh_with(&sandbox, &model, &[], &marker, &env);
+    tui.wait_for("› ");
+    tui.line("remember this");
+    tui.wait_for("kept in the database");
+    tui.keys(b"\x04");
+    let (code, screen) = tui.exit();
+    assert_eq!(code, 0, "{screen}");
+    census(&marker);
+    assert!(sandbox.logs().is_empty(), "nothing in the data directory");
+    // `dsh -c` reopens it from the database, history and all.
+    let tui = dsh_with(&sandbox, &model, &["-c"], &marker, &env);
+    tui.wait_for("remember this");
+    tui.line("and now");
+    tui.wait_for("still there");
+    tui.keys(b"\x04");
+    let (code, screen) = tui.exit();
+    assert_eq!(code, 0, "{screen}");
+    census(&marker);
+    let requests = model.requests();
+    assert_eq!(user_texts(&requests[1]), ["remember this", "and now"]);
+}

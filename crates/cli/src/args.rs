@@ -235,6 +235,18 @@ pub enum SessionsCommand {
         /// The session id, or a unique prefix of at least 8 characters.
         id: String,
     },
+    /// Write sessions to stdout in the log format every store keeps (all of them without
+    /// ids), for `dsh sessions import` into another store.
+    Export {
+        /// Session ids, or unique prefixes of at least 8 characters.
+        ids: Vec<String>,
+    },
+    /// Store the sessions of an export (a file, or stdin without one or with `-`) that are
+    /// not stored yet.
+    Import {
+        /// The export to read.
+        file: Option<std::path::PathBuf>,
+    },
     /// Give a stored session a title (its first prompt's first line until then).
     Rename {
         /// The session id, or a unique prefix of at least 8 characters.

@@ -39,6 +39,7 @@ mod settings;
 mod signals;
 mod status;
 mod store;
+mod transfer;
 mod window;
 
 use std::process::ExitCode;

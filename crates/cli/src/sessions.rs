@@ -34,31 +34,23 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
             );
         }
     };
-    let store = match Store::of(&settings) {
+    // An import may be the store's first write: a JSONL directory is made for it.
+    let importing = matches!(command, SessionsCommand::Import { .. });
+    let store = match importing {
+        true => Store::prepared(&settings),
+        false => Store::of(&settings),
+    };
+    let store = match store {
         Ok(store) => store,
         Err(failure) => {
             eprintln!("error: {}", failure.message);
             return failure.status;
         }
     };
-    // Nothing stored yet: answer without opening (and so creating) the store.
-    if store.surely_empty() {
-        return match command {
-            SessionsCommand::List { json: false, .. } => {
-                say(&format!("no sessions in {}\n", store.shown()));
-                0
-            }
-            SessionsCommand::List { json: true, .. } => 0,
-            SessionsCommand::Show { id, .. }
-            | SessionsCommand::Rm { id }
-            | SessionsCommand::Rename { id, .. } => {
-                eprintln!(
-                    "error: no session '{id}' in {}; see `dsh sessions list`",
-                    store.shown()
-                );
-                1
-            }
-        };
+    if store.surely_empty()
+        && let Some(status) = nothing_stored(command, &store)
+    {
+        return status;
     }
     let runtime = Arc::new(Runtime::new());
     let result = async {
@@ -110,6 +102,10 @@ pub async fn sessions(global: &Global, command: &SessionsCommand) -> u8 {
             }
             SessionsCommand::Rm { id } => remove(&*persistence, &store, id).await,
             SessionsCommand::Rename { id, title } => rename(&*persistence, &store, id, title).await,
+            SessionsCommand::Export { ids } => {
+                crate::transfer::export(&*persistence, &store, ids).await
+            }
+            SessionsCommand::Import { file } => import(&*persistence, file.as_deref()).await,
         }
     }
     .await;
@@ -134,6 +130,47 @@ fn left_out(unanswered: usize, children: usize, more: &str) -> String {
         parts.push(format!("{children} {more}of a subagent"));
     }
     parts.join(", ")
+}
+
+/// What a command answers when nothing is stored yet, without opening (and so creating)
+/// the store; `None` for one that goes on (an import stores the first sessions).
+fn nothing_stored(command: &SessionsCommand, store: &Store) -> Option<u8> {
+    let unknown = |what: &str| {
+        eprintln!(
+            "error: no session '{what}' in {}; see `dsh sessions list`",
+            store.shown()
+        );
+        Some(1)
+    };
+    match command {
+        SessionsCommand::List { json: false, .. } => {
+            say(&format!("no sessions in {}\n", store.shown()));
+            Some(0)
+        }
+        SessionsCommand::List { json: true, .. } => Some(0),
+        SessionsCommand::Import { .. } => None,
+        SessionsCommand::Export { ids } if ids.is_empty() => Some(0),
+        SessionsCommand::Export { ids } => unknown(&ids.join(" ")),
+        SessionsCommand::Show { id, .. }
+        | SessionsCommand::Rm { id }
+        | SessionsCommand::Rename { id, .. } => unknown(id),
+    }
+}
+
+/// `dsh sessions import [FILE]`: from the file, or stdin without one (or with `-`).
+async fn import(
+    persistence: &dyn SessionPersistence,
+    file: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    match file.filter(|f| f.as_os_str() != "-") {
+        Some(path) => {
+            let opened = std::fs::File::open(path)
+                .map_err(|e| Failure::config(format!("cannot read {}: {e}", path.display())))?;
+            let from = path.display().to_string();
+            crate::transfer::import(persistence, std::io::BufReader::new(opened), &from).await
+        }
+        None => crate::transfer::import(persistence, std::io::stdin().lock(), "stdin").await,
+    }
 }
 
 fn say(text: &str) {

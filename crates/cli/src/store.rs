@@ -24,6 +24,8 @@ pub enum Store {
         url: String,
         /// What it names, without a password (`postgres://user@host:port/db`).
         shown: String,
+        /// The schema dsh's tables live in.
+        schema: String,
     },
 }
 
@@ -38,6 +40,7 @@ impl Store {
                 Ok(Store::Postgres {
                     url: url.value.clone(),
                     shown,
+                    schema: settings.sessions_schema.value.clone(),
                 })
             }
         }
@@ -88,8 +91,8 @@ impl Store {
             Store::Jsonl(dir) => Box::new(JsonlPlugin {
                 config: JsonlConfig::new(dir),
             }),
-            Store::Postgres { url, .. } => Box::new(PostgresPlugin {
-                config: PostgresConfig::new(url.clone()),
+            Store::Postgres { url, schema, .. } => Box::new(PostgresPlugin {
+                config: postgres(url, schema),
             }),
         }
     }
@@ -100,12 +103,19 @@ impl Store {
             Store::Jsonl(dir) => JsonlPersistence::new(JsonlConfig::new(dir))
                 .map(|p| p as Arc<dyn SessionPersistence>)
                 .map_err(|e| Failure::internal(e.to_string())),
-            Store::Postgres { url, .. } => {
-                PostgresPersistence::connect(PostgresConfig::new(url.clone()))
+            Store::Postgres { url, schema, .. } => {
+                PostgresPersistence::connect(postgres(url, schema))
                     .await
                     .map(|p| p as Arc<dyn SessionPersistence>)
                     .map_err(|e| Failure::internal(e.to_string()))
             }
         }
+    }
+}
+
+fn postgres(url: &str, schema: &str) -> PostgresConfig {
+    PostgresConfig {
+        schema: schema.to_owned(),
+        ..PostgresConfig::new(url)
     }
 }

@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use dsh_session::{
-    CloseIntent, EventType, EventVocabulary, Origin, PersistenceError, SessionEvent, SessionHeader,
-    SessionId, SessionPersistence,
+    CloseIntent, EventVocabulary, Origin, PersistenceError, SessionHeader, SessionId,
+    SessionPersistence,
 };
 use dsh_session_postgres::{PostgresConfig, PostgresPersistence};
+use dsh_test_providers::crash_workload::event;
 use dsh_test_providers::postgres::expire_leases;
-use serde_json::value::RawValue;
 
 async fn instance(url: &str, schema: &str, host: &str) -> Arc<PostgresPersistence> {
     let mut config = PostgresConfig::new(url);
@@ -41,16 +41,6 @@ fn header(id: &str) -> SessionHeader {
         seed_len: None,
         parent_call: None,
     }
-}
-
-fn event(seq: u64, kind: &str, data: serde_json::Value) -> Arc<SessionEvent> {
-    Arc::new(SessionEvent {
-        seq,
-        kind: EventType::new(kind).unwrap(),
-        time: 1_767_225_600_100 + seq as i64,
-        ignorable: false,
-        data: RawValue::from_string(data.to_string()).unwrap(),
-    })
 }
 
 /// A stored session whose turn 1 is open (its writer died mid-turn).

@@ -12,6 +12,7 @@
 // Fixtures are assertions: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod crash_workload;
 pub mod mock_model;
 pub mod persistence_contract;
 pub mod postgres;

@@ -139,6 +139,11 @@ impl Cluster {
         self.up();
     }
 
+    /// Starts a stopped server again, on the same socket with the same data.
+    pub fn start_again(&mut self) {
+        self.up();
+    }
+
     /// Stops the server; what it committed stays.
     pub fn stop(&mut self) {
         let data = self.data();

@@ -89,6 +89,8 @@ pub struct Settings {
     pub data_dir: Set<PathBuf>,
     /// `sessions_url`: sessions in this PostgreSQL database instead of the data directory.
     pub sessions_url: Option<Set<String>>,
+    /// `sessions_schema`: the schema dsh's tables live in there.
+    pub sessions_schema: Set<String>,
     pub model: Set<String>,
     pub base_url: Set<String>,
     /// The variable holding the key; empty when the server needs none.
@@ -182,6 +184,7 @@ impl Settings {
         Ok(Settings {
             data_dir: typed.get(&DATA_DIR)?,
             sessions_url: sessions_url(typed.optional(&SESSIONS_URL)?)?,
+            sessions_schema: typed.get(&SESSIONS_SCHEMA)?,
             model: typed.get(&MODEL)?,
             base_url: typed.get(&BASE_URL)?,
             api_key_env: typed.get(&API_KEY_ENV)?,

@@ -156,6 +156,7 @@ mod rows {
     pub const CONTEXT_WINDOW: Setting<NonZeroU64> = setting(env(flag(key("context_window", Kind::Int { min: 1024, max: 100_000_000 }, Default::Derived(d::context_window)), "--context-window", f::context_window), "DSH_CONTEXT_WINDOW"), parsed);
     pub const DATA_DIR: Setting<PathBuf> = setting(env(flag(key("data_dir", TEXT, Default::Derived(d::data_dir)), "--data-dir", f::data_dir), "DSH_DATA_DIR"), path);
     pub const SESSIONS_URL: Setting<String> = setting(env(key("sessions_url", TEXT, Default::Unset), "DSH_SESSIONS_URL"), text);
+    pub const SESSIONS_SCHEMA: Setting<String> = setting(env(key("sessions_schema", TEXT, Default::Is("dsh")), "DSH_SESSIONS_SCHEMA"), text);
     pub const REPLAY: Setting<String> = setting(not_in_file(env(flag(key("replay", TEXT, Default::Unset), "--replay", f::replay), "DSH_REPLAY")), text);
     pub const SYSTEM_PROMPT_FILE: Setting<PathBuf> = setting(env(flag(key("system_prompt_file", TEXT, Default::Unset), "--system-prompt-file", f::system_prompt_file), "DSH_SYSTEM_PROMPT_FILE"), path);
     pub const PROJECT_INSTRUCTIONS: Setting<bool> = setting(env(flag(key("project_instructions", Kind::Bool, Default::Is("true")), "--no-project-instructions", f::project_instructions), "DSH_PROJECT_INSTRUCTIONS"), parsed);
@@ -184,7 +185,8 @@ mod rows {
     pub const KEYS: &[Key] = &[
         MODEL.key, BASE_URL.key, API_KEY_ENV.key, REASONING.key, MAX_TOKENS.key, TEMPERATURE.key,
         MAX_STEPS.key, MAX_TOOL_CALLS.key, PERMISSION.key, SEARCH_TIMEOUT.key, COMPACT_AT.key,
-        KEEP_TOOL_OUTPUT.key, CONTEXT_WINDOW.key, DATA_DIR.key, SESSIONS_URL.key, REPLAY.key, SYSTEM_PROMPT_FILE.key,
+        KEEP_TOOL_OUTPUT.key, CONTEXT_WINDOW.key, DATA_DIR.key, SESSIONS_URL.key,
+        SESSIONS_SCHEMA.key, REPLAY.key, SYSTEM_PROMPT_FILE.key,
         PROJECT_INSTRUCTIONS.key, PRICE_INPUT.key, PRICE_CACHED_INPUT.key, PRICE_OUTPUT.key,
         PRICE_CURRENCY.key, CONNECT_TIMEOUT.key, FIRST_BYTE_TIMEOUT.key, IDLE_TIMEOUT.key,
         MAX_RETRIES.key, SEND_REASONING_CONTENT.key, MAX_TOKENS_FIELD.key, ACP_PERMISSION.key,
