@@ -10,6 +10,7 @@
 //! started, the watchdog) and dsh's own PSS.
 //!
 //! Run with `DSH_BASELINE=… cargo bench -p dsh-e2e --bench startup`; figures go to stdout.
+//! With `DSH_BENCH_SESSIONS_URL` set, the sessions are kept in that PostgreSQL database.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -47,6 +48,11 @@ impl Acp {
             .env("HOME", work)
             .env("DSH_API_KEY_ENV", "")
             .env("DSH_LOG", "error")
+            .envs(
+                std::env::var("DSH_BENCH_SESSIONS_URL")
+                    .map(|url| ("DSH_SESSIONS_URL", url))
+                    .ok(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -270,3 +270,59 @@ async fn sessions_move_between_the_files_and_postgresql_byte_for_byte() {
     let kept = export(&other, Some(&bad_db));
     assert_eq!(text(&kept).matches("\"format\":\"dsh-session\"").count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_dsh_processes_racing_to_continue_one_session_exactly_one_wins() {
+    use dsh_test_support::processes::{all_gone, eventually, marker, sleepers};
+    let Some(url) = fresh_database().await else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let first = sandbox
+        .dsh(["run", "--json", "--replay", "demo", "start"])
+        .env("DSH_SESSIONS_URL", &url)
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let id = session_line(&first.stdout)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let m = marker();
+    let hang = sandbox.script(
+        "hang",
+        serde_json::json!([{"stream": [{"tool_call": {"name": "bash",
+            "arguments": {"command": format!("sleep 1000.{m}")}}}]}]),
+    );
+    let racer = || {
+        sandbox
+            .dsh(["run", "--session", &id, "--replay", &hang, "mine"])
+            .env("DSH_SESSIONS_URL", &url)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut racers = [racer(), racer()];
+    let mut lost = None;
+    eventually("one racer gives up", || {
+        for (index, racer) in racers.iter_mut().enumerate() {
+            if let Ok(Some(status)) = racer.try_wait() {
+                lost = Some((index, status));
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    let (loser, status) = lost.unwrap();
+    assert_ne!(status.code(), Some(0));
+    let mut said = String::new();
+    std::io::Read::read_to_string(racers[loser].stderr.as_mut().unwrap(), &mut said).unwrap();
+    assert!(said.contains("open in another dsh process"), "{said}");
+    eventually("the winner's command runs", || sleepers(&m) == 1).await;
+    let winner = &mut racers[1 - loser];
+    assert!(winner.try_wait().unwrap().is_none(), "the winner works on");
+    winner.kill().unwrap();
+    winner.wait().unwrap();
+    all_gone(&m).await;
+}

@@ -9,20 +9,28 @@ use dsh_session::{PersistenceError, SessionId, SessionLocation};
 
 use crate::store::{Store, io};
 
-/// Takes the lease of `id`: a new one, one that expired, or this holder's own. The token,
-/// or `Locked` naming the live holder's host.
-pub(crate) async fn take(store: &Store, id: &SessionId) -> Result<i64, PersistenceError> {
-    let client = store.client(Some(id), "taking the session's lease").await?;
-    let row = client
-        .query_opt(
-            "INSERT INTO dsh_leases (session_id, token, holder, host, expires_at)
+/// A new lease, or one that expired or is this holder's already, taken: its token.
+const TAKE: &str = "INSERT INTO dsh_leases (session_id, token, holder, host, expires_at)
              VALUES ($1, 1, $2, $3, clock_timestamp() + make_interval(secs => $4))
              ON CONFLICT (session_id) DO UPDATE
                 SET token = dsh_leases.token + 1, holder = EXCLUDED.holder,
                     host = EXCLUDED.host, expires_at = EXCLUDED.expires_at
                 WHERE dsh_leases.expires_at < clock_timestamp()
                    OR dsh_leases.holder = EXCLUDED.holder
-             RETURNING token",
+             RETURNING token";
+
+/// Takes the lease of `id`: a new one, one that expired, or this holder's own. The token,
+/// or `Locked` naming the live holder's host.
+pub(crate) async fn take(store: &Store, id: &SessionId) -> Result<i64, PersistenceError> {
+    let op = "taking the session's lease";
+    let client = store.client(Some(id), op).await?;
+    let statement = client
+        .prepare_cached(TAKE)
+        .await
+        .map_err(|e| io(Some(id), &store.shown, op, e))?;
+    let row = client
+        .query_opt(
+            &statement,
             &[&id.as_str(), &store.holder, &store.host, &store.ttl_secs()],
         )
         .await

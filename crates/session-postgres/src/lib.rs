@@ -19,7 +19,7 @@
 //!   error and nothing is changed;
 //! - a schema newer than this dsh is refused, never written; no message shows a password.
 //!
-//! Design: docs/rfc/proposed/feature/2026-12-07-sessions-on-postgresql.md.
+//! Design: docs/rfc/implemented/feature/2026-12-07-sessions-on-postgresql.md.
 #![deny(missing_docs)]
 
 mod config;

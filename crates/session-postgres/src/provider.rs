@@ -405,13 +405,15 @@ async fn stored_state(
     id: &SessionId,
 ) -> Result<Option<(i64, i64)>, PersistenceError> {
     let op = "looking the session up";
+    let failed = |e| io(Some(id), &store.shown, op, e);
     let client = store.client(Some(id), op).await?;
-    let row = client
-        .query_opt(
-            "SELECT revision, bytes FROM dsh_sessions WHERE id = $1",
-            &[&id.as_str()],
-        )
+    let statement = client
+        .prepare_cached("SELECT revision, bytes FROM dsh_sessions WHERE id = $1")
         .await
-        .map_err(|e| io(Some(id), &store.shown, op, e))?;
+        .map_err(failed)?;
+    let row = client
+        .query_opt(&statement, &[&id.as_str()])
+        .await
+        .map_err(failed)?;
     Ok(row.map(|row| (row.get(0), row.get(1))))
 }

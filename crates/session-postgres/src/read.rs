@@ -22,6 +22,12 @@ pub(crate) enum Mode {
     Inspect,
 }
 
+/// A session's header, revision and records, in one round trip.
+const READ: &str = "SELECT s.header, s.revision,
+                    coalesce((SELECT string_agg(c.records, ''::bytea ORDER BY c.start_byte)
+                                FROM dsh_chunks c WHERE c.session_id = s.id), ''::bytea)
+               FROM dsh_sessions s WHERE s.id = $1";
+
 /// A stored log as read: its header record, its event records, and its revision.
 pub(crate) struct Raw {
     pub header: Vec<u8>,
@@ -32,17 +38,13 @@ pub(crate) struct Raw {
 /// The stored log of `id`, in one round trip; `None` when there is none.
 pub(crate) async fn raw(store: &Store, id: &SessionId) -> Result<Option<Raw>, PersistenceError> {
     let op = "reading the session";
+    let failed = |e| io(Some(id), &store.shown, op, e);
     let client = store.client(Some(id), op).await?;
+    let statement = client.prepare_cached(READ).await.map_err(failed)?;
     let row = client
-        .query_opt(
-            "SELECT s.header, s.revision,
-                    coalesce((SELECT string_agg(c.records, ''::bytea ORDER BY c.start_byte)
-                                FROM dsh_chunks c WHERE c.session_id = s.id), ''::bytea)
-               FROM dsh_sessions s WHERE s.id = $1",
-            &[&id.as_str()],
-        )
+        .query_opt(&statement, &[&id.as_str()])
         .await
-        .map_err(|e| io(Some(id), &store.shown, op, e))?;
+        .map_err(failed)?;
     Ok(row.map(|row| Raw {
         header: row.get(0),
         revision: row.get(1),

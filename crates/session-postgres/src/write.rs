@@ -14,6 +14,46 @@ use parking_lot::Mutex;
 
 use crate::store::{Store, io};
 
+/// A write to a stored session: the lease renewed and checked, the row moved only where the
+/// stored bytes end where this writer left them, the chunk stored; all or nothing.
+const APPEND: &str = "WITH lease AS (
+                        UPDATE dsh_leases
+                           SET expires_at = clock_timestamp() + make_interval(secs => $6)
+                         WHERE session_id = $1 AND token = $2 RETURNING 1),
+                     sess AS (
+                        UPDATE dsh_sessions
+                           SET bytes = $3::bigint + length($4::bytea),
+                               updated_at = CASE WHEN $5
+                                   THEN (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                                   ELSE updated_at END,
+                               title = coalesce($7, title),
+                               revision = nextval('dsh_revision')
+                         WHERE id = $1 AND bytes = $3::bigint AND EXISTS (SELECT 1 FROM lease)
+                         RETURNING revision),
+                     chunk AS (
+                        INSERT INTO dsh_chunks (session_id, start_byte, records)
+                        SELECT $1, $3, $4 FROM sess RETURNING 1)
+                     SELECT (SELECT count(*) FROM lease), (SELECT revision FROM sess)";
+
+/// The first write of a session: its row and first chunk, under the lease.
+const FIRST: &str = "WITH lease AS (
+                        UPDATE dsh_leases
+                           SET expires_at = clock_timestamp() + make_interval(secs => $4)
+                         WHERE session_id = $1 AND token = $2 RETURNING 1),
+                     sess AS (
+                        INSERT INTO dsh_sessions (id, header, cwd, parent, created_at,
+                                                  updated_at, title, bytes, revision, project)
+                        SELECT $1, $5, $6, $7, $8,
+                               (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
+                               $9, length($3::bytea), nextval('dsh_revision'), $10
+                          FROM lease
+                        ON CONFLICT (id) DO NOTHING
+                        RETURNING revision),
+                     chunk AS (
+                        INSERT INTO dsh_chunks (session_id, start_byte, records)
+                        SELECT $1, 0, $3 FROM sess RETURNING 1)
+                     SELECT (SELECT count(*) FROM lease), (SELECT revision FROM sess)";
+
 /// What one `append` brought.
 struct Batch {
     /// Its records, each `\n`-terminated.
@@ -171,27 +211,12 @@ impl Open {
         let op = "storing the session's events";
         let client = store.client(Some(id), op).await?;
         let len = bytes.len() as i64;
+        let failed = |e| io(Some(id), &store.shown, op, e);
         let row = if stored.materialized {
+            let statement = client.prepare_cached(APPEND).await.map_err(failed)?;
             client
                 .query_one(
-                    "WITH lease AS (
-                        UPDATE dsh_leases
-                           SET expires_at = clock_timestamp() + make_interval(secs => $6)
-                         WHERE session_id = $1 AND token = $2 RETURNING 1),
-                     sess AS (
-                        UPDATE dsh_sessions
-                           SET bytes = $3::bigint + length($4::bytea),
-                               updated_at = CASE WHEN $5
-                                   THEN (extract(epoch FROM clock_timestamp()) * 1000)::bigint
-                                   ELSE updated_at END,
-                               title = coalesce($7, title),
-                               revision = nextval('dsh_revision')
-                         WHERE id = $1 AND bytes = $3::bigint AND EXISTS (SELECT 1 FROM lease)
-                         RETURNING revision),
-                     chunk AS (
-                        INSERT INTO dsh_chunks (session_id, start_byte, records)
-                        SELECT $1, $3, $4 FROM sess RETURNING 1)
-                     SELECT (SELECT count(*) FROM lease), (SELECT revision FROM sess)",
+                    &statement,
                     &[
                         &id.as_str(),
                         &self.token,
@@ -206,25 +231,10 @@ impl Open {
         } else {
             let mut head = header::encode(&self.header);
             head.pop();
+            let statement = client.prepare_cached(FIRST).await.map_err(failed)?;
             client
                 .query_one(
-                    "WITH lease AS (
-                        UPDATE dsh_leases
-                           SET expires_at = clock_timestamp() + make_interval(secs => $4)
-                         WHERE session_id = $1 AND token = $2 RETURNING 1),
-                     sess AS (
-                        INSERT INTO dsh_sessions (id, header, cwd, parent, created_at,
-                                                  updated_at, title, bytes, revision, project)
-                        SELECT $1, $5, $6, $7, $8,
-                               (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
-                               $9, length($3::bytea), nextval('dsh_revision'), $10
-                          FROM lease
-                        ON CONFLICT (id) DO NOTHING
-                        RETURNING revision),
-                     chunk AS (
-                        INSERT INTO dsh_chunks (session_id, start_byte, records)
-                        SELECT $1, 0, $3 FROM sess RETURNING 1)
-                     SELECT (SELECT count(*) FROM lease), (SELECT revision FROM sess)",
+                    &statement,
                     &[
                         &id.as_str(),
                         &self.token,
@@ -240,7 +250,7 @@ impl Open {
                 )
                 .await
         }
-        .map_err(|e| io(Some(id), &store.shown, op, e))?;
+        .map_err(failed)?;
         let leased: i64 = row.get(0);
         let revision: Option<i64> = row.get(1);
         if leased == 0 {
