@@ -250,7 +250,10 @@ async fn summarise(
     request: ModelRequest,
     token: &CancellationToken,
 ) -> Result<(String, Option<Usage>), NoSummary> {
+    // The turn's cancel may land between the select's look at the token and the model's own
+    // (on another thread): the model then reports the cancel, and it is one.
     let refused = |err: &dsh_llm::ModelError| match err.kind {
+        _ if token.is_cancelled() => NoSummary::Cancelled,
         dsh_llm::ModelErrorKind::ContextOverflow => NoSummary::Overflow(err.to_string()),
         _ => NoSummary::Failed(Failure::new(
             err.kind.code(),

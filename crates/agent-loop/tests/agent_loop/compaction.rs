@@ -486,6 +486,38 @@ async fn a_compaction_is_cancelled_like_a_turn_and_changes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_the_model_reports_before_the_loop_sees_it_is_a_cancel_not_a_failure() {
+    let (h, handle, agent) = one_turn(
+        vec![
+            reading_at(100),
+            say("first answer"),
+            vec![Act::CancelThenFail],
+        ],
+        small_window(),
+    )
+    .await;
+    let (watcher, mut seen) = watch_compactings(&h);
+    let ticket = agent.compact(dsh_agent::MessageId::mint()).unwrap();
+    seen.recv().await.unwrap();
+    ticket.await;
+    let states: Vec<_> = watcher
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|n| n.state.clone())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            dsh_agent::record::CompactingState::Started,
+            dsh_agent::record::CompactingState::Cancelled
+        ]
+    );
+    handle.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_automatic_compaction_is_shown_as_it_starts() {
     let h = Harness::new(ScriptedModel::new(vec![
         reading_at(900),

@@ -69,6 +69,9 @@ pub enum Act {
     Panic,
     /// An event exactly as given, contract or not.
     Raw(ModelEvent),
+    /// Cancels the token it was given, then reports the cancel: a cancel landing on another
+    /// thread between the loop's look at its token and the provider's own.
+    CancelThenFail,
 }
 
 /// A programmable model: one reply per call, recording every request.
@@ -121,7 +124,7 @@ impl Model for ScriptedModel {
     fn stream(
         &self,
         request: ModelRequest,
-        _cancel: dsh_llm::CancellationToken,
+        cancel: dsh_llm::CancellationToken,
     ) -> BoxFuture<'static, Result<ModelStream, ModelError>> {
         request
             .validate()
@@ -136,6 +139,10 @@ impl Model for ScriptedModel {
         Box::pin(async move {
             if let Some(Act::Fail(kind)) = acts.first() {
                 return Err(ModelError::new(*kind, "scripted failure"));
+            }
+            if let Some(Act::CancelThenFail) = acts.first() {
+                cancel.cancel();
+                return Err(ModelError::cancelled());
             }
             let mut index = 0u32;
             let events = futures::stream::unfold(acts.into_iter(), move |mut acts| async move {
@@ -165,6 +172,7 @@ impl Model for ScriptedModel {
                         }
                         Act::Panic => panic!("the scripted provider panicked"),
                         Act::Raw(event) => Ok(event),
+                        Act::CancelThenFail => Err(ModelError::cancelled()),
                     };
                     return Some((item, acts));
                 }
