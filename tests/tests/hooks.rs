@@ -554,3 +554,44 @@ hooks = [{{ command = "cat >> {heard}/idle", sandbox = false }}]
     let (code, stderr) = acp.finish();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_tool_use_formatter_changes_the_written_file_and_the_next_read_sees_it() {
+    let (server, seen) = recording_server(|body| match tool_results(body).len() {
+        0 => MockResponse::tool_call(
+            "write",
+            &json!({"path": "notes.txt", "content": "tidy me   \nand me  \n"}),
+        ),
+        1 => MockResponse::tool_call("read", &json!({"path": "notes.txt"})),
+        _ => MockResponse::text("done"),
+    })
+    .await;
+    let sandbox = Sandbox::new();
+    // A formatter as users write them: the file from `tool_input.file_path`, fixed in place.
+    configure(
+        &sandbox,
+        r#"
+[[hooks.PostToolUse]]
+matcher = "Write|Edit"
+hooks = [{ command = '''f=$(sed -n 's/.*"file_path":"\([^"]*\)".*/\1/p'); sed -i 's/ *$//' "$f"''' }]
+"#,
+    );
+    let out = sandbox
+        .run_against(
+            &server.base_url(),
+            &["--permission", "allow", "write notes"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(sandbox.work().join("notes.txt")).unwrap(),
+        "tidy me\nand me\n"
+    );
+    let results = tool_results(seen.lock().unwrap().last().unwrap());
+    assert!(results[1].contains("tidy me\n"), "{results:?}");
+    assert!(
+        !results[1].contains("tidy me   "),
+        "the read saw the formatted file"
+    );
+}
