@@ -303,6 +303,13 @@ pub(super) fn install(
     for warning in warnings {
         tracing::warn!(session = %agent.id(), "{warning}");
     }
+    // The project's hook files its first prompt asks about: known before the client can send
+    // that prompt (it may arrive as soon as the session's answer does).
+    let hooks_to_ask = conn
+        .scope()
+        .get::<dyn dsh_hooks::HookSource>()
+        .map(|source| source.untrusted(&cwd))
+        .unwrap_or_default();
     let record = Arc::new(LiveSession {
         id: agent.id().clone(),
         handle: handle.clone(),
@@ -314,7 +321,7 @@ pub(super) fn install(
         mode: parts.mode,
         mcp: parts.mcp,
         unannounced: Mutex::new(Vec::new()),
-        hooks_to_ask: Mutex::new(Vec::new()),
+        hooks_to_ask: Mutex::new(hooks_to_ask),
         trust_asked: std::sync::atomic::AtomicU32::new(0),
         pickers: Mutex::new(Pickers::default()),
         prompt: PromptSlot::default(),

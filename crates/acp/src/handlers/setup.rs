@@ -270,15 +270,6 @@ fn announce(conn: &Arc<Conn>, session: &str) {
             record.push(Item::Notice(notice));
         }
         super::config::announced(conn, &record);
-        ask_trust(conn, &record);
-    }
-}
-
-/// The project's hook files the session's first prompt asks the client to trust: those
-/// seen from its directory that would run something but are not trusted as they are.
-fn ask_trust(conn: &Arc<Conn>, record: &Arc<crate::live_session::LiveSession>) {
-    if let Some(source) = conn.scope().get::<dyn dsh_hooks::HookSource>() {
-        *record.hooks_to_ask.lock() = source.untrusted(&record.cwd);
     }
 }
 
