@@ -6,9 +6,9 @@
 //! printed on stderr.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, Ordering};
+
+use dsh_test_support::heap::{LiveBytes, live_bytes};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -20,28 +20,8 @@ use dsh_session::SessionStore;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
-/// Counts live heap bytes, to measure what an idle agent retains.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts sizes.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is the system allocator's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static HEAP: LiveBytes = LiveBytes;
 
 /// Answers at once, and reports when each request arrived.
 struct Instant0 {
@@ -182,11 +162,11 @@ fn bench_idle_agents(c: &mut Criterion) {
     drop(arrived);
     let (runtime, registry) = rt.block_on(wired(tx));
     // Footprint: heap retained per idle agent, over 1,000.
-    let before = LIVE.load(Ordering::SeqCst);
+    let before = live_bytes();
     let handles: Vec<_> = (0..1000)
         .map(|_| rt.block_on(idle_agent(&runtime, &registry)))
         .collect();
-    let per_agent = (LIVE.load(Ordering::SeqCst) - before) / 1000;
+    let per_agent = (live_bytes() - before) / 1000;
     eprintln!("idle footprint: {per_agent} bytes retained per idle agent (1,000 agents)");
     rt.block_on(futures::future::join_all(
         handles.iter().map(AgentHandle::dispose),

@@ -94,8 +94,9 @@ impl HookSource for FixedHooks {
     }
 
     fn trust(&self, file: &ProjectFile) -> Result<(), TrustError> {
-        Err(TrustError::Changed {
+        Err(TrustError::Write {
             path: file.path.clone(),
+            reason: "these hooks are fixed: they trust no project file".into(),
         })
     }
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use dsh_session::{EventVocabulary, SessionPersistence};
 use dsh_session_jsonl::{JsonlConfig, JsonlPersistence};
-use dsh_test_providers::crash_workload::{check_loaded, header, kill_at_random, write_reporting};
+use dsh_test_providers::session_fixtures::{check_loaded, header, kill_at_random, write_reporting};
 
 /// The child: runs only when the parent sets `DSH_CRASH_CHILD=<dir>:<seed>`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

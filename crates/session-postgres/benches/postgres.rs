@@ -14,24 +14,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_session::{
-    CloseIntent, EventVocabulary, ListQuery, Origin, SessionEvent, SessionHeader, SessionId,
-    SessionPersistence,
+    CloseIntent, EventVocabulary, ListQuery, Origin, SessionEvent, SessionPersistence,
 };
 use dsh_session_postgres::{PostgresConfig, PostgresPersistence};
-use dsh_test_providers::crash_workload::event;
 use dsh_test_providers::providers::{JsonlConfig, JsonlPersistence};
-
-fn header(id: &str) -> SessionHeader {
-    SessionHeader {
-        version: 1,
-        id: SessionId::parse(id).unwrap(),
-        created_at: 1,
-        cwd: "/bench/app".into(),
-        parent: None,
-        seed_len: None,
-        parent_call: None,
-    }
-}
+use dsh_test_providers::session_fixtures::{event, header_for as header};
 
 /// A balanced run of `n` events from `first`: turns of one step each, a chunk of about 200
 /// bytes the most common event.

@@ -30,12 +30,34 @@ pub(crate) fn config_error(reason: impl Into<String>) -> PersistenceError {
 /// What `url` names, as messages show it (`postgres://user@host:port/db`, never a password),
 /// and whether it holds a password; a connection string that does not parse is an error.
 pub fn describe(url: &str) -> Result<(String, bool), PersistenceError> {
-    let (pg, shown) = parse(url)?;
-    Ok((shown, pg.get_password().is_some()))
+    let parsed = parse(url)?;
+    Ok((parsed.shown(), parsed.pg.get_password().is_some()))
 }
 
-/// `url` parsed, with libpq's defaults for what it leaves out, and how it is shown.
-fn parse(url: &str) -> Result<(tokio_postgres::Config, String), PersistenceError> {
+/// A connection string parsed, with libpq's defaults filled in for what it leaves out.
+struct Parsed {
+    pg: tokio_postgres::Config,
+    user: String,
+    database: String,
+    host: String,
+    port: u16,
+}
+
+impl Parsed {
+    /// How messages name the database.
+    fn shown(&self) -> String {
+        let Parsed {
+            user,
+            host,
+            port,
+            database,
+            ..
+        } = self;
+        format!("postgres://{user}@{host}:{port}/{database}")
+    }
+}
+
+fn parse(url: &str) -> Result<Parsed, PersistenceError> {
     let mut pg = tokio_postgres::Config::from_str(url)
         .map_err(|e| config_error(format!("sessions_url: {e}")))?;
     if pg.get_user().is_none() {
@@ -58,7 +80,13 @@ fn parse(url: &str) -> Result<(tokio_postgres::Config, String), PersistenceError
         }
     };
     let port = pg.get_ports().first().copied().unwrap_or(5432);
-    Ok((pg, format!("postgres://{user}@{host}:{port}/{database}")))
+    Ok(Parsed {
+        pg,
+        user,
+        database,
+        host,
+        port,
+    })
 }
 
 /// Builds the pool for `config` (connecting lazily).
@@ -69,17 +97,15 @@ pub(crate) fn pool(config: &PostgresConfig) -> Result<Connected, PersistenceErro
             config.schema
         )));
     }
-    let (mut pg, shown) = parse(&config.url)?;
-    let (user, database) = (
-        pg.get_user().unwrap_or_default().to_owned(),
-        pg.get_dbname().unwrap_or_default().to_owned(),
-    );
-    let host = match pg.get_hosts().first() {
-        Some(Host::Tcp(host)) => host.clone(),
-        Some(Host::Unix(path)) => path.display().to_string(),
-        None => String::new(),
-    };
-    let port = pg.get_ports().first().copied().unwrap_or(5432);
+    let parsed = parse(&config.url)?;
+    let shown = parsed.shown();
+    let Parsed {
+        mut pg,
+        user,
+        database,
+        host,
+        port,
+    } = parsed;
     if pg.get_password().is_none()
         && let Some(password) = crate::password::lookup(&host, port, &database, &user)
     {

@@ -6,7 +6,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-/// The password for `user` at `host:port/database`, when one is configured.
+/// The password for `user` at `host:port/database`, when one is configured. A Unix socket's
+/// directory also matches a line for `localhost`, as libpq has it for its socket.
 pub(crate) fn lookup(host: &str, port: u16, database: &str, user: &str) -> Option<String> {
     if let Ok(password) = std::env::var("PGPASSWORD") {
         return Some(password);
@@ -23,16 +24,21 @@ pub(crate) fn lookup(host: &str, port: u16, database: &str, user: &str) -> Optio
         return None;
     }
     let text = std::fs::read_to_string(&path).ok()?;
-    let port = port.to_string();
-    let wanted = [host, port.as_str(), database, user];
+    find(&text, host, &port.to_string(), database, user)
+}
+
+/// The password of the first line of `text` that matches.
+fn find(text: &str, host: &str, port: &str, database: &str, user: &str) -> Option<String> {
+    let socket = host.starts_with('/');
+    let matches = |field: &str, want: &str| field == "*" || field == want;
     text.lines()
         .filter(|line| !line.starts_with('#'))
         .filter_map(fields)
-        .find(|fields| {
-            fields[..4]
-                .iter()
-                .zip(wanted)
-                .all(|(field, want)| field == "*" || field == want)
+        .find(|f| {
+            (matches(&f[0], host) || (socket && f[0] == "localhost"))
+                && matches(&f[1], port)
+                && matches(&f[2], database)
+                && matches(&f[3], user)
         })
         .map(|mut fields| fields.swap_remove(4))
 }
@@ -53,7 +59,21 @@ fn fields(line: &str) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::fields;
+    use super::{fields, find};
+
+    #[test]
+    fn the_first_matching_line_gives_the_password_and_a_socket_matches_localhost() {
+        let text = "# team\nother:5432:*:ana:no\ndb.example:*:team:ana:tcp\nlocalhost:5432:team:ana:sock\n";
+        assert_eq!(
+            find(text, "db.example", "6432", "team", "ana").as_deref(),
+            Some("tcp")
+        );
+        assert_eq!(
+            find(text, "/run/postgresql", "5432", "team", "ana").as_deref(),
+            Some("sock")
+        );
+        assert_eq!(find(text, "db.example", "5432", "team", "bob"), None);
+    }
 
     #[test]
     fn a_line_splits_into_five_fields_with_escapes_kept_as_text() {

@@ -113,20 +113,22 @@ impl PostgresPersistence {
         if mode == Mode::Load && self.open.lock().contains_key(id) {
             return Err(PersistenceError::Live { id: id.clone() });
         }
-        let Some(stored) = raw(&self.store, id).await? else {
-            return Err(PersistenceError::NotFound { id: id.clone() });
-        };
         match mode {
-            Mode::Inspect => read(&self.store, id, stored, known, None).await,
+            Mode::Inspect => match raw(&self.store, id).await? {
+                Some(stored) => read(&self.store, id, stored, known, None).await,
+                None => Err(PersistenceError::NotFound { id: id.clone() }),
+            },
             Mode::Load => {
+                // A lease is taken only for what is stored; the log is read under it.
+                if stored_state(&self.store, id).await?.is_none() {
+                    return Err(PersistenceError::NotFound { id: id.clone() });
+                }
                 let token = lease::take(&self.store, id).await?;
-                // Read again under the lease: a writer may have stored more meanwhile.
                 let read = match raw(&self.store, id).await {
                     Ok(Some(stored)) => read(&self.store, id, stored, known, Some(token)).await,
                     Ok(None) => Err(PersistenceError::NotFound { id: id.clone() }),
                     Err(e) => Err(e),
                 };
-                drop(stored);
                 lease::release(&self.store, id, false).await?;
                 read
             }
@@ -366,12 +368,16 @@ impl SessionPersistence for PostgresPersistence {
         }
         lease::take(&self.store, id).await?;
         let op = "deleting the session";
-        let client = self.store.client(Some(id), op).await?;
-        let deleted = client
-            .execute("DELETE FROM dsh_sessions WHERE id = $1", &[&id.as_str()])
-            .await
-            .map_err(|e| io(Some(id), &self.store.shown, op, e));
-        lease::release(&self.store, id, true).await?;
+        let deleted = match self.store.client(Some(id), op).await {
+            Ok(client) => client
+                .execute("DELETE FROM dsh_sessions WHERE id = $1", &[&id.as_str()])
+                .await
+                .map_err(|e| io(Some(id), &self.store.shown, op, e)),
+            Err(e) => Err(e),
+        };
+        // Whatever happened, the lease is given up; its row goes only with the session, or a
+        // token of the session's could come round again.
+        lease::release(&self.store, id, matches!(deleted, Ok(1..))).await?;
         match deleted? {
             0 => Err(PersistenceError::NotFound { id: id.clone() }),
             _ => Ok(()),

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use dsh_session::{EventVocabulary, PersistenceError, SessionPersistence};
 use dsh_session_postgres::{PostgresConfig, PostgresPersistence};
-use dsh_test_providers::crash_workload::{check_loaded, header, kill_at_random, write_reporting};
 use dsh_test_providers::postgres::expire_leases;
+use dsh_test_providers::session_fixtures::{check_loaded, header, kill_at_random, write_reporting};
 
 async fn provider(url: &str, schema: &str) -> Arc<PostgresPersistence> {
     let mut config = PostgresConfig::new(url);

@@ -3,12 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dsh_session::{
-    CloseIntent, EventVocabulary, Origin, PersistenceError, SessionHeader, SessionId,
-    SessionPersistence,
-};
+use dsh_session::{CloseIntent, EventVocabulary, Origin, PersistenceError, SessionPersistence};
 use dsh_session_postgres::{PostgresConfig, PostgresPersistence};
-use dsh_test_providers::crash_workload::event;
+use dsh_test_providers::session_fixtures::{event, header_for};
 use dsh_test_support::postgres::{Cluster, binaries};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,15 +23,7 @@ async fn a_server_restart_fails_a_flush_clearly_loses_nothing_and_the_session_go
     let p = PostgresPersistence::connect(PostgresConfig::new(cluster.url()))
         .await
         .unwrap();
-    let hd = SessionHeader {
-        version: 1,
-        id: SessionId::parse("through-a-restart").unwrap(),
-        created_at: 1_767_225_600_000,
-        cwd: "/srv/app".into(),
-        parent: None,
-        seed_len: None,
-        parent_call: None,
-    };
+    let hd = header_for("through-a-restart");
     p.create(&hd, Origin::New).await.unwrap();
     p.append(
         &hd.id,

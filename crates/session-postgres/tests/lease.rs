@@ -8,12 +8,11 @@
 use std::sync::Arc;
 
 use dsh_session::{
-    CloseIntent, EventVocabulary, Origin, PersistenceError, SessionHeader, SessionId,
-    SessionPersistence,
+    CloseIntent, EventVocabulary, Origin, PersistenceError, SessionHeader, SessionPersistence,
 };
 use dsh_session_postgres::{PostgresConfig, PostgresPersistence};
-use dsh_test_providers::crash_workload::event;
 use dsh_test_providers::postgres::expire_leases;
+use dsh_test_providers::session_fixtures::{event, header_for as header};
 
 async fn instance(url: &str, schema: &str, host: &str) -> Arc<PostgresPersistence> {
     let mut config = PostgresConfig::new(url);
@@ -29,18 +28,6 @@ fn unique(name: &str) -> String {
         .unwrap()
         .as_nanos();
     format!("{name}_{}_{nanos}", std::process::id())
-}
-
-fn header(id: &str) -> SessionHeader {
-    SessionHeader {
-        version: 1,
-        id: SessionId::parse(id).unwrap(),
-        created_at: 1_767_225_600_000,
-        cwd: "/home/ana/src/app".into(),
-        parent: None,
-        seed_len: None,
-        parent_call: None,
-    }
 }
 
 /// A stored session whose turn 1 is open (its writer died mid-turn).

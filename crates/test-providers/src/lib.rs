@@ -1,7 +1,8 @@
 //! Seam role: support — the test support that runs real providers: the mock model server on
 //! 127.0.0.1 (the wire format of an OpenAI-compatible server), the contract suite every
-//! `SessionPersistence` provider runs, and the providers other crates' tests run against
-//! ([`providers`]).
+//! `SessionPersistence` provider runs and the crash injection both providers run
+//! ([`session_fixtures`]), a fresh database on the tests' PostgreSQL ([`postgres`]), and the
+//! providers other crates' tests run against ([`providers`]).
 //!
 //! The one non-root crate allowed to name providers, so that a crate's own tests reach
 //! providers only through it (architecture invariant 4). Split from `dsh-test-support` so a
@@ -12,11 +13,11 @@
 // Fixtures are assertions: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-pub mod crash_workload;
 pub mod mock_model;
 pub mod persistence_contract;
 pub mod postgres;
 pub mod recorded;
+pub mod session_fixtures;
 
 /// The real providers a crate's tests may run against, reached through this crate only.
 pub mod providers {

@@ -15,9 +15,9 @@
     missing_docs
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, Ordering};
+
+use dsh_test_support::heap::{LiveBytes, live_bytes};
 use std::time::{Duration, Instant};
 
 use dsh_agent::{AgentRegistry, CancelCause, CreateAgent, UserMessage};
@@ -32,28 +32,8 @@ use dsh_tools::ToolRegistryPlugin;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
-/// Counts live heap bytes, to measure what an idle child retains.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts sizes.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is the system allocator's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static HEAP: LiveBytes = LiveBytes;
 
 /// What the model saw happen, with when.
 enum Seen {
@@ -253,7 +233,7 @@ fn main() {
 
         // Memory: what an idle child holds, over 100 of them.
         let parent = new_parent().await.unwrap();
-        let before = LIVE.load(Ordering::SeqCst);
+        let before = live_bytes();
         let mut children = Vec::new();
         for n in 0..100 {
             let child = registry
@@ -266,7 +246,7 @@ fn main() {
                 .unwrap();
             children.push(child);
         }
-        let after = LIVE.load(Ordering::SeqCst);
+        let after = live_bytes();
         println!(
             "an idle child agent holds {} KiB",
             (after - before) / 100 / 1024

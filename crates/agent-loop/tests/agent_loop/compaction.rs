@@ -306,6 +306,14 @@ struct Compactings {
     started: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
+impl Compactings {
+    /// The states seen, in order.
+    fn states(&self) -> Vec<dsh_agent::record::CompactingState> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter().map(|n| n.state.clone()).collect()
+    }
+}
+
 #[async_trait::async_trait]
 impl dsh_session::SessionObserver for Compactings {
     fn name(&self) -> &str {
@@ -459,15 +467,8 @@ async fn a_compaction_is_cancelled_like_a_turn_and_changes_nothing() {
     assert_eq!(ticket.await, aborted(2, dsh_agent::CancelCause::User));
     gate.release();
     assert!(compactions(&agent).is_empty());
-    let states: Vec<_> = watcher
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|n| n.state.clone())
-        .collect();
     assert_eq!(
-        states,
+        watcher.states(),
         [
             dsh_agent::record::CompactingState::Started,
             dsh_agent::record::CompactingState::Cancelled
@@ -500,15 +501,8 @@ async fn a_cancel_the_model_reports_before_the_loop_sees_it_is_a_cancel_not_a_fa
     let ticket = agent.compact(dsh_agent::MessageId::mint()).unwrap();
     seen.recv().await.unwrap();
     ticket.await;
-    let states: Vec<_> = watcher
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|n| n.state.clone())
-        .collect();
     assert_eq!(
-        states,
+        watcher.states(),
         [
             dsh_agent::record::CompactingState::Started,
             dsh_agent::record::CompactingState::Cancelled

@@ -8,26 +8,15 @@ use std::time::Duration;
 
 use dsh_session::repair::interrupted_turn_closers;
 use dsh_session::{
-    CloseIntent, EventType, EventVocabulary, Origin, PersistenceError, SessionEvent, SessionHeader,
-    SessionId, SessionPersistence,
+    CloseIntent, EventType, EventVocabulary, Origin, PersistenceError, SessionEvent,
+    SessionPersistence,
 };
 use dsh_session_jsonl::{FsOps, JsonlConfig, JsonlPersistence};
 use serde_json::value::RawValue;
 
 use crate::contract::log_path;
 
-/// A header for `id` in a fixed directory.
-pub(crate) fn header(id: &str) -> SessionHeader {
-    SessionHeader {
-        version: 1,
-        id: SessionId::parse(id).unwrap(),
-        created_at: 1_767_225_600_000,
-        cwd: "/home/ana/src/app".into(),
-        parent: None,
-        seed_len: None,
-        parent_call: None,
-    }
-}
+pub(crate) use dsh_test_providers::session_fixtures::header_for as header;
 
 fn events(from: u64, n: u64) -> Vec<Arc<SessionEvent>> {
     (from..from + n)

@@ -1,6 +1,8 @@
-//! The workload of the persistence providers' crash injection tests: a deterministic mix of
-//! turns, steps, chunks small and large, calls with and without results, from a seed, so a
-//! killed writer's log can be checked against exactly what it was writing.
+//! Sessions as the persistence providers' tests write them: a header, an event, and the
+//! crash injection both providers run — a deterministic workload from a seed (turns, steps,
+//! chunks small and large, calls with and without results), the child that writes it and
+//! reports each acknowledged flush, the parent that kills it at a random point, and the check
+//! of what a load then finds.
 
 use std::sync::Arc;
 
@@ -97,17 +99,22 @@ pub fn workload(seed: u64) -> Vec<Arc<SessionEvent>> {
     out
 }
 
-/// The session every crash injection writes.
-pub fn header() -> dsh_session::SessionHeader {
+/// The header of a session `id` in a fixed directory.
+pub fn header_for(id: &str) -> dsh_session::SessionHeader {
     dsh_session::SessionHeader {
         version: 1,
-        id: dsh_session::SessionId::parse("crash").unwrap(),
+        id: dsh_session::SessionId::parse(id).unwrap(),
         created_at: 1_767_225_600_000,
-        cwd: "/crash/test".into(),
+        cwd: "/home/ana/src/app".into(),
         parent: None,
         seed_len: None,
         parent_call: None,
     }
+}
+
+/// The session every crash injection writes.
+pub fn header() -> dsh_session::SessionHeader {
+    header_for("crash")
 }
 
 /// One event of a test's own making.
